@@ -1,0 +1,45 @@
+"""tensorlib: a small deep-learning engine on numpy, built up one layer at a time.
+
+The scalar engine lives in :mod:`tensorlib.scalar`; everything else works on
+:class:`Tensor`. Layers, losses and models are in :mod:`tensorlib.nn`.
+"""
+
+from tensorlib.autograd import (
+    Context,
+    Function,
+    custom_gradient,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    unbroadcast,
+)
+from tensorlib.gradcheck import GradcheckError, gradcheck
+from tensorlib.tensor import (
+    Tensor,
+    arange,
+    bool_,
+    concat,
+    float32,
+    float64,
+    full,
+    int32,
+    int64,
+    maximum,
+    ones,
+    ones_like,
+    split,
+    stack,
+    tensor,
+    where,
+    zeros,
+    zeros_like,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
+    "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck", "int32",
+    "int64", "is_grad_enabled", "maximum", "no_grad", "ones", "ones_like", "split", "stack",
+    "tensor", "unbroadcast", "where", "zeros", "zeros_like",
+]

@@ -1,0 +1,380 @@
+"""Reverse-mode automatic differentiation for tensors.
+
+An op is a ``Function`` subclass with two static methods on raw arrays::
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+``Square.apply(tensor)`` runs ``forward`` and, when a gradient is wanted, records a graph
+node (the ``ctx``). ``Tensor.backward()`` walks those nodes in reverse topological order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+_grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """True unless inside ``no_grad()``."""
+    return _grad_enabled
+
+
+class _GradMode:
+    """Context manager and decorator that sets whether ops record graph nodes."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self._previous.append(_grad_enabled)
+        _grad_enabled = self.enabled
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _grad_enabled
+        _grad_enabled = self._previous.pop()
+
+    def __call__(self, function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.__class__(self.enabled):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+def no_grad() -> _GradMode:
+    """``with no_grad():`` — ops inside build no graph (evaluation, optimizer updates)."""
+    return _GradMode(False)
+
+
+def enable_grad() -> _GradMode:
+    """Re-enable graph recording inside a ``no_grad`` block."""
+    return _GradMode(True)
+
+
+class Context:
+    """A graph node: what one op call saved for its backward, and where its inputs came from.
+
+    ``Function.forward`` and ``Function.backward`` receive it as ``ctx``; ops may store any
+    attribute on it. The engine uses ``next`` (per input: a producing node, a leaf tensor,
+    or None), the input shapes and dtypes (to check gradients), and the saved arrays.
+    """
+
+    def __init__(self, function: type[Function]):
+        self.function = function
+        self.name: str = function.op_name or function.__name__.lower()
+        self.saved: tuple[Any, ...] | None = ()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.next: tuple[Any, ...] = ()
+        self.input_shapes: tuple[tuple[int, ...], ...] = ()
+        self.input_dtypes: tuple[np.dtype, ...] = ()
+        self.watched: list[tuple[list[int], int, int]] = []
+        self.retained_output: Tensor | None = None
+        self.freed = False
+
+    def save_for_backward(self, *arrays: Any) -> None:
+        """Keep arrays for ``backward``; they are freed after it unless ``retain_graph``."""
+        self.saved = arrays
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self.freed:
+            raise RuntimeError(
+                f"backward through '{self.name}' a second time: its saved arrays were freed "
+                "after the first backward; pass retain_graph=True to the first call")
+        return self.saved or ()
+
+    def release(self) -> None:
+        """Drop everything saved; a later backward through this node raises."""
+        self.saved = None
+        self.watched = []
+        self.retained_output = None
+        self.freed = True
+        for key in [k for k in self.__dict__ if k not in _CONTEXT_FIELDS]:
+            delattr(self, key)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} backward>"
+
+
+_CONTEXT_FIELDS = frozenset({
+    "function", "name", "saved", "needs_input_grad", "next", "input_shapes", "input_dtypes",
+    "watched", "retained_output", "freed",
+})
+
+
+class Function:
+    """Base class of every differentiable op. Subclass it to add an op.
+
+    ``forward(ctx, *arrays, **params)`` returns one array. ``backward(ctx, grad)`` returns
+    one gradient per array input (a single array when there is one input), or None where an
+    input needs no gradient; ``ctx.needs_input_grad`` says which are wanted.
+    """
+
+    op_name: str | None = None
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: Any, **params: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
+        """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
+        a graph node on the output."""
+        for position, value in enumerate(inputs):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{cls.__name__}.apply: input {position} is a "
+                                f"{type(value).__name__}, expected a Tensor")
+        ctx = Context(cls)
+        output = cls.forward(ctx, *[t._data for t in inputs], **params)
+        result = Tensor._from_array(output)
+        if not _grad_enabled or not any(t._requires_grad for t in inputs):
+            return result
+        if not _is_floating(output.dtype):
+            return result  # integer results (argmax-like) carry no gradient
+        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs)
+        ctx.next = tuple(
+            (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
+            for t in inputs
+        )
+        ctx.input_shapes = tuple(t._data.shape for t in inputs)
+        ctx.input_dtypes = tuple(t._data.dtype for t in inputs)
+        if ctx.saved:
+            # Remember the versions of tensors whose arrays were saved, to catch in-place
+            # changes between forward and backward.
+            for position, t in enumerate(inputs):
+                if any(s is t._data for s in ctx.saved):
+                    ctx.watched.append((t._version, t._version[0], position))
+            if any(s is output for s in ctx.saved):
+                ctx.watched.append((result._version, 0, -1))
+        result.grad_fn = ctx
+        result._requires_grad = True
+        return result
+
+
+# ------------------------------------------------------------------------------- unbroadcast
+def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``grad`` over the axes that broadcasting added or stretched, giving ``shape``.
+
+    If ``x`` of shape ``shape`` was broadcast to ``grad.shape`` in the forward pass, every
+    copy of an element received a gradient; the element's gradient is their sum.
+    """
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+
+
+# ------------------------------------------------------------------------------- the engine
+def _topological_order(root: Context) -> list[Context]:
+    """Nodes reachable from ``root``, each after every node that consumes it.
+
+    Iterative depth-first search (no recursion limit): a node is emitted after all of its
+    inputs, and the reversed list is the order in which backward visits them.
+    """
+    order: list[Context] = []
+    visited: set[int] = set()
+    stack: list[tuple[Context, bool]] = [(root, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
+            continue
+        key = id(node)
+        if key in visited:
+            continue
+        visited.add(key)
+        stack.append((node, True))
+        for parent in node.next:
+            if isinstance(parent, Context) and id(parent) not in visited:
+                stack.append((parent, False))
+    order.reverse()
+    return order
+
+
+def _check_versions(node: Context) -> None:
+    for box, version, position in node.watched:
+        if box[0] != version:
+            which = "its output" if position < 0 else f"input {position}"
+            raise RuntimeError(
+                f"a tensor saved by '{node.name}' for backward ({which}) was changed in place "
+                f"after the forward pass (version {version} -> {box[0]}); recompute the "
+                "forward pass after changing it, or avoid the in-place change")
+
+
+def _normalize_gradients(node: Context, raw: Any) -> tuple[Any, ...]:
+    """Check that ``backward`` returned one gradient of the right shape/dtype per input."""
+    grads = raw if isinstance(raw, tuple) else (raw,)
+    if len(grads) != len(node.next):
+        raise RuntimeError(f"'{node.name}' backward returned {len(grads)} gradients for "
+                           f"{len(node.next)} inputs")
+    checked = []
+    for position, (grad, target) in enumerate(zip(grads, node.next, strict=True)):
+        if grad is None or target is None:
+            checked.append(None)
+            continue
+        if isinstance(grad, Tensor):
+            grad = grad.data
+        shape, dtype = node.input_shapes[position], node.input_dtypes[position]
+        if getattr(grad, "shape", None) != shape:
+            raise RuntimeError(f"'{node.name}' backward returned a gradient of shape "
+                               f"{getattr(grad, 'shape', type(grad).__name__)} for input "
+                               f"{position} of shape {shape}")
+        if grad.dtype != dtype:
+            raise RuntimeError(f"'{node.name}' backward returned a {grad.dtype} gradient for "
+                               f"input {position} of dtype {dtype}")
+        checked.append(grad)
+    return tuple(checked)
+
+
+class _Accumulator:
+    """Sums gradient contributions, copying only when a second one arrives."""
+
+    __slots__ = ("value", "owned")
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.owned = False
+
+    def add(self, contribution: Any) -> None:
+        if self.owned:
+            self.value += contribution
+        else:
+            self.value = self.value + contribution
+            self.owned = True
+
+
+def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
+    """Backpropagate from ``root``; leaves' ``.grad`` change only if the whole pass succeeds."""
+    if not root.requires_grad:
+        raise RuntimeError("backward() on a tensor that does not require grad "
+                           "(no input of its computation had requires_grad=True)")
+    if grad is None:
+        if root.size != 1:
+            raise RuntimeError(f"backward() without a gradient needs a one-element output; "
+                               f"got shape {root.shape} (pass grad= of that shape)")
+        grad = np.ones_like(root.data)
+    else:
+        grad = grad.data if isinstance(grad, Tensor) else np.asarray(grad)
+        if grad.shape != root.shape:
+            raise ValueError(f"backward(grad=...): gradient shape {grad.shape} does not match "
+                             f"the output's shape {root.shape}")
+        grad = grad.astype(root.dtype, copy=False)
+
+    leaf_grads: dict[int, tuple[Tensor, _Accumulator]] = {}
+
+    def send(target: Any, contribution: Any, pending: dict[int, _Accumulator]) -> None:
+        store = leaf_grads if isinstance(target, Tensor) else pending
+        key = id(target)
+        if key in store:
+            (store[key][1] if isinstance(target, Tensor) else store[key]).add(contribution)
+        elif isinstance(target, Tensor):
+            leaf_grads[key] = (target, _Accumulator(contribution))
+        else:
+            pending[key] = _Accumulator(contribution)
+
+    pending: dict[int, _Accumulator] = {}
+    if root.grad_fn is None:
+        send(root, grad, pending)
+        order: list[Context] = []
+    else:
+        order = _topological_order(root.grad_fn)
+        pending[id(root.grad_fn)] = _Accumulator(grad)
+
+    for node in order:
+        accumulated = pending.pop(id(node), None)
+        if accumulated is None:
+            continue
+        node_grad = accumulated.value
+        if node.freed:
+            raise RuntimeError(
+                f"backward through '{node.name}' a second time: the graph was freed after the "
+                "first backward; pass retain_graph=True to the first call")
+        if node.retained_output is not None:
+            node.retained_output.grad = np.array(node_grad, copy=True)
+        _check_versions(node)
+        grads = _normalize_gradients(node, node.function.backward(node, node_grad))
+        for target, contribution in zip(node.next, grads, strict=True):
+            if contribution is not None:
+                send(target, contribution, pending)
+
+    # Every backward succeeded: commit the leaves' gradients, then free the graph.
+    for tensor, accumulator in leaf_grads.values():
+        if tensor.grad is None:
+            value = accumulator.value
+            tensor.grad = value.copy() if not accumulator.owned or not value.flags.writeable \
+                else value
+            if tensor.grad.shape != tensor.shape:  # pragma: no cover - guarded above
+                raise RuntimeError("internal error: leaf gradient shape mismatch")
+        else:
+            tensor.grad += accumulator.value
+    if not retain_graph:
+        for node in order:
+            node.release()
+
+
+# ------------------------------------------------------------------------------- custom VJPs
+class _CustomGradient(Function):
+    op_name = "custom_gradient"
+
+    @staticmethod
+    def forward(ctx: Context, *input_arrays: Any, output: Any, vjp: Callable) -> Any:
+        ctx.vjp = vjp
+        return output
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        grads = ctx.vjp(grad)
+        if isinstance(grads, list):
+            grads = tuple(grads)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        return tuple(g.data if isinstance(g, Tensor) else g for g in grads)
+
+
+def custom_gradient(output: Any, inputs: Sequence[Tensor],
+                    vjp: Callable[[Any], Sequence[Any]]) -> Tensor:
+    """Join an array computed outside the engine to the graph.
+
+    ``output`` is the already-computed array, ``inputs`` the tensors it depends on, and
+    ``vjp(grad)`` returns one gradient per input (None for no gradient). The count, shapes and
+    dtypes are validated before anything accumulates; if ``vjp`` raises, no ``.grad`` changes.
+    """
+    inputs = tuple(inputs)
+    for position, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"custom_gradient: input {position} is a {type(t).__name__}, "
+                            "expected a Tensor")
+    array = output.data if isinstance(output, Tensor) else np.asarray(output)
+    if not callable(vjp):
+        raise TypeError("custom_gradient: vjp must be callable")
+    return _CustomGradient.apply(*inputs, output=array, vjp=vjp)
+
+
+# Imported last: tensor.py's methods call the ops, and the ops subclass Function above.
+from tensorlib.tensor import Tensor, _is_floating  # noqa: E402

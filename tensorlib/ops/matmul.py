@@ -1,0 +1,55 @@
+"""Matrix product with numpy's rules: batched, broadcasting batch axes, 1-D operands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorlib.autograd import Context, Function, unbroadcast
+from tensorlib.backend import array_module
+
+
+def _check_matmul_shapes(a: Any, b: Any) -> None:
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul needs at least 1-D operands, got shapes {a.shape} and {b.shape}")
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if inner_a != inner_b:
+        raise ValueError(f"matmul: shapes {a.shape} and {b.shape} are not aligned "
+                         f"({inner_a} != {inner_b})")
+    try:
+        array_module(a).broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch axes of {a.shape} and {b.shape} cannot be "
+                         "broadcast together") from None
+
+
+class MatMul(Function):
+    """C = A @ B. With 1-D operands promoted to matrices, dA = dC @ Bᵀ and dB = Aᵀ @ dC,
+    each summed over the batch axes that were broadcast."""
+
+    op_name = "matmul"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> Any:
+        _check_matmul_shapes(a, b)
+        ctx.save_for_backward(a, b)
+        return array_module(a).matmul(a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        a, b = ctx.saved_tensors
+        xp = array_module(a)
+        a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
+        b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
+        if a.ndim == 1:
+            grad = xp.expand_dims(grad, -2)
+        if b.ndim == 1:
+            grad = xp.expand_dims(grad, -1)
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), a2.shape)
+            grad_a = grad_a.reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), b2.shape)
+            grad_b = grad_b.reshape(b.shape)
+        return grad_a, grad_b

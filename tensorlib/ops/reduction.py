@@ -1,0 +1,140 @@
+"""Reductions over ``axis`` (None, an int or a tuple; already normalized by Tensor)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorlib.autograd import Context, Function
+from tensorlib.backend import array_module
+
+
+def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,
+                 keepdims: bool) -> Any:
+    """Broadcast a reduced gradient back over the reduced axes (a read-only view)."""
+    xp = array_module(grad)
+    if not keepdims and axis is not None:
+        grad = xp.expand_dims(grad, axis)
+    return xp.broadcast_to(grad, shape)
+
+
+def _count(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> int:
+    axes = range(len(shape)) if axis is None else axis
+    count = 1
+    for a in axes:
+        count *= shape[a]
+    return count
+
+
+class Sum(Function):
+    op_name = "sum"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        ctx.shape, ctx.axis, ctx.keepdims = a.shape, axis, keepdims
+        return a.sum(axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return _expand_back(grad, ctx.shape, ctx.axis, ctx.keepdims)
+
+
+class Mean(Function):
+    op_name = "mean"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        count = _count(a.shape, axis)
+        if count == 0:
+            raise ValueError(f"mean over an empty selection (shape {a.shape}, axis {axis})")
+        ctx.shape, ctx.axis, ctx.keepdims, ctx.count = a.shape, axis, keepdims, count
+        return a.mean(axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return _expand_back(grad / ctx.count, ctx.shape, ctx.axis, ctx.keepdims)
+
+
+class Max(Function):
+    """Maximum; tied maxima share the gradient equally."""
+
+    op_name = "max"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        if a.size == 0:
+            raise ValueError(f"max of an empty tensor (shape {a.shape})")
+        out = a.max(axis=axis, keepdims=True)
+        ctx.save_for_backward(a, out)
+        ctx.axis, ctx.keepdims = axis, keepdims
+        if keepdims:
+            return out
+        return out.reshape(a.max(axis=axis).shape) if axis is not None else out.reshape(())
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        a, out = ctx.saved_tensors
+        is_max = a == out
+        ties = is_max.sum(axis=ctx.axis, keepdims=True)
+        if not ctx.keepdims and ctx.axis is not None:
+            grad = array_module(a).expand_dims(grad, ctx.axis)
+        return (is_max * (grad / ties)).astype(a.dtype)
+
+
+class Var(Function):
+    """Variance over ``axis`` with ``ddof`` (0: divide by n, the biased estimate)."""
+
+    op_name = "var"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
+                ddof: int = 0) -> Any:
+        count = _count(a.shape, axis)
+        if count - ddof <= 0:
+            raise ValueError(f"var: {count} elements with ddof={ddof} leave no degrees of freedom")
+        centered = a - a.mean(axis=axis, keepdims=True)
+        ctx.save_for_backward(centered)
+        ctx.axis, ctx.keepdims, ctx.divisor = axis, keepdims, count - ddof
+        return (centered * centered).sum(axis=axis, keepdims=keepdims) / ctx.divisor
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (centered,) = ctx.saved_tensors
+        if not ctx.keepdims and ctx.axis is not None:
+            grad = array_module(grad).expand_dims(grad, ctx.axis)
+        return grad * centered * (2.0 / ctx.divisor)
+
+
+class LogSumExp(Function):
+    """log Σ exp(x), shifted by the maximum so that large inputs do not overflow."""
+
+    op_name = "logsumexp"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        xp = array_module(a)
+        if a.size == 0:
+            raise ValueError(f"logsumexp of an empty tensor (shape {a.shape})")
+        shift = a.max(axis=axis, keepdims=True)
+        shift = xp.where(xp.isfinite(shift), shift, 0)
+        total = xp.exp(a - shift).sum(axis=axis, keepdims=True)
+        with _quiet(xp):
+            out = shift + xp.log(total)
+        ctx.save_for_backward(a, out)
+        ctx.axis, ctx.keepdims = axis, keepdims
+        if keepdims:
+            return out
+        return out.reshape(a.sum(axis=axis).shape) if axis is not None else out.reshape(())
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        a, out = ctx.saved_tensors
+        xp = array_module(a)
+        if not ctx.keepdims and ctx.axis is not None:
+            grad = xp.expand_dims(grad, ctx.axis)
+        with _quiet(xp):
+            weights = xp.where(xp.isfinite(out), xp.exp(a - out), 0)
+        return (grad * weights).astype(a.dtype)
+
+
+def _quiet(xp: Any) -> Any:
+    return xp.errstate(divide="ignore", invalid="ignore")

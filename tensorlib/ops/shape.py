@@ -1,0 +1,163 @@
+"""Shape and indexing ops: views forward, the inverse rearrangement backward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorlib.autograd import Context, Function, unbroadcast
+from tensorlib.backend import array_module
+
+
+class Reshape(Function):
+    op_name = "reshape"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
+        ctx.input_shape = a.shape
+        return a.reshape(shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return grad.reshape(ctx.input_shape)
+
+
+class Permute(Function):
+    op_name = "permute"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axes: tuple[int, ...]) -> Any:
+        ctx.axes = axes
+        return a.transpose(axes)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return grad.transpose(tuple(np.argsort(ctx.axes)))
+
+
+class Expand(Function):
+    op_name = "expand"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
+        ctx.input_shape = a.shape
+        return array_module(a).broadcast_to(a, shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return unbroadcast(grad, ctx.input_shape)
+
+
+def normalize_index(index: Any, shape: tuple[int, ...]) -> Any:
+    """Turn Tensors and lists inside an index into arrays, so numpy sees a plain index."""
+    from tensorlib.tensor import Tensor
+
+    def convert(item: Any) -> Any:
+        if isinstance(item, Tensor):
+            item = item.data
+        if isinstance(item, list):
+            item = np.asarray(item)
+        if hasattr(item, "dtype") and hasattr(item, "ndim") and item.ndim >= 0 \
+                and not isinstance(item, np.generic):
+            if item.dtype.kind not in "iub":
+                raise IndexError(f"index arrays must be integer or boolean, got dtype {item.dtype}")
+        return item
+
+    if isinstance(index, tuple):
+        return tuple(convert(item) for item in index)
+    return convert(index)
+
+
+def _is_advanced(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(hasattr(item, "ndim") and not isinstance(item, np.generic) for item in items)
+
+
+class GetItem(Function):
+    """``a[index]``: basic or advanced indexing. The backward scatters the gradient back,
+    adding (not overwriting) where an advanced index repeats an element."""
+
+    op_name = "getitem"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, index: Any) -> Any:
+        try:
+            out = a[index]
+        except IndexError as error:
+            raise IndexError(f"index {index!r} is invalid for a tensor of shape {a.shape}: "
+                             f"{error}") from None
+        ctx.input_shape, ctx.index = a.shape, index
+        ctx.advanced = _is_advanced(index)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = array_module(grad)
+        full = xp.zeros(ctx.input_shape, dtype=grad.dtype)
+        if ctx.advanced:
+            xp.add.at(full, ctx.index, grad)
+        else:
+            full[ctx.index] = grad
+        return full
+
+
+class Concat(Function):
+    op_name = "concat"
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: Any, axis: int = 0) -> Any:
+        ctx.axis = axis
+        ctx.sizes = [a.shape[axis] for a in arrays]
+        return array_module(arrays[0]).concatenate(arrays, axis=axis)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        pieces, start = [], 0
+        for size in ctx.sizes:
+            index = (slice(None),) * ctx.axis + (slice(start, start + size),)
+            pieces.append(grad[index])
+            start += size
+        return tuple(pieces)
+
+
+class Where(Function):
+    """``condition ? a : b``; each branch gets the gradient where it was chosen."""
+
+    op_name = "where"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any, condition: Any) -> Any:
+        ctx.condition = condition
+        ctx.shapes = (a.shape, b.shape)
+        return array_module(a).where(condition, a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = array_module(grad)
+        shape_a, shape_b = ctx.shapes
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = unbroadcast(xp.where(ctx.condition, grad, 0), shape_a)
+        if ctx.needs_input_grad[1]:
+            grad_b = unbroadcast(xp.where(ctx.condition, 0, grad), shape_b)
+        return grad_a, grad_b
+
+
+class MaskedFill(Function):
+    """Entries where ``mask`` is True become ``value``; they pass no gradient back."""
+
+    op_name = "masked_fill"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, mask: Any, value: float) -> Any:
+        xp = array_module(a)
+        if xp.broadcast_shapes(mask.shape, a.shape) != a.shape:
+            raise ValueError(f"masked_fill: mask of shape {mask.shape} would enlarge the "
+                             f"tensor of shape {a.shape}")
+        ctx.mask = mask
+        return xp.where(mask, xp.asarray(value, dtype=a.dtype), a)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return array_module(grad).where(ctx.mask, 0, grad)

@@ -1,0 +1,21 @@
+"""Data for tensorlib: census name lists, a character tokenizer, batching, toy 2-D sets."""
+
+from tensorlib.data.batching import batches, random_batch, train_validation_test_split
+from tensorlib.data.census import NAME_KINDS, names
+from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
+from tensorlib.data.tokenizer import CharTokenizer, context_target_pairs, sequence_targets
+
+__all__ = [
+    "NAME_KINDS",
+    "CharTokenizer",
+    "batches",
+    "context_target_pairs",
+    "make_blobs",
+    "make_circles",
+    "make_moons",
+    "make_spirals",
+    "names",
+    "random_batch",
+    "sequence_targets",
+    "train_validation_test_split",
+]

@@ -1,0 +1,173 @@
+"""Weight initialization policies.
+
+Six policies, by name (see :data:`POLICIES`):
+
+* ``zero``: W = 0 (biases).
+* ``one``: W = 1 (LayerNorm weight).
+* ``xavier_uniform``: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (Linear, Embedding).
+* ``xavier_normal``: N(0, gain * sqrt(2 / (fan_in + fan_out))) (alternative Linear init).
+* ``he_uniform``: U(-a, a), a = sqrt(6 / fan_in) (ReLU networks).
+* ``he_normal``: N(0, sqrt(2 / fan_in)) (ReLU networks).
+
+Fans follow the PyTorch convention: a weight has shape ``(out, in, *receptive_field)``
+(``Linear.weight`` is ``(out_features, in_features)``); the receptive field multiplies both
+fans. Random policies take an explicit :class:`~tensorlib.nn.rng.Rng` and fill the array in
+C order from its vectorized draws, so the same seed always gives the same weights.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from tensorlib.nn.rng import Rng
+
+__all__ = [
+    "POLICIES",
+    "fan_in_and_fan_out",
+    "he_normal",
+    "he_uniform",
+    "initialize",
+    "ones",
+    "xavier_normal",
+    "xavier_uniform",
+    "zeros",
+]
+
+POLICIES: tuple[str, ...] = (
+    "zero",
+    "one",
+    "xavier_uniform",
+    "xavier_normal",
+    "he_uniform",
+    "he_normal",
+)
+
+
+def _as_shape(shape) -> tuple[int, ...]:
+    """Validate an int or a sequence of non-negative ints and return it as a tuple."""
+    if isinstance(shape, (bool, np.bool_)):
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
+    if isinstance(shape, numbers.Integral):
+        result = (int(shape),)
+    elif isinstance(shape, (tuple, list)):
+        for dim in shape:
+            if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, numbers.Integral):
+                raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
+        result = tuple(int(dim) for dim in shape)
+    else:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
+    if any(dim < 0 for dim in result):
+        raise ValueError(f"shape must not contain negative dimensions, got {shape!r}")
+    return result
+
+
+def _as_float_dtype(dtype) -> np.dtype:
+    try:
+        result = np.dtype(dtype)
+    except TypeError as error:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}") from error
+    if result.kind != "f":
+        raise TypeError(f"dtype must be a floating-point dtype, got {result}")
+    return result
+
+
+def _check_rng(rng, policy: str) -> Rng:
+    if rng is None:
+        raise ValueError(f"init policy {policy!r} is random and needs an rng (an Rng instance)")
+    if not isinstance(rng, Rng):
+        raise TypeError(f"rng must be a tensorlib.nn.Rng, got {type(rng).__name__}")
+    return rng
+
+
+def _check_gain(gain) -> float:
+    if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, numbers.Real):
+        raise TypeError(f"gain must be a real number, got {gain!r}")
+    gain = float(gain)
+    if not (math.isfinite(gain) and gain >= 0):
+        raise ValueError(f"gain must be finite and non-negative, got {gain}")
+    return gain
+
+
+def fan_in_and_fan_out(shape) -> tuple[int, int]:
+    """``(fan_in, fan_out)`` of a weight of shape ``(out, in, *receptive_field)``.
+
+    ``receptive = prod(shape[2:])``, ``fan_in = in * receptive``, ``fan_out = out * receptive``.
+    A 1-D shape ``(n,)`` has ``fan_in = fan_out = n``. Raises ValueError for a 0-D shape or a
+    shape with a zero dimension, which have no meaningful fan.
+    """
+    dims = _as_shape(shape)
+    if len(dims) == 0:
+        raise ValueError("fan_in and fan_out are undefined for a 0-D shape ()")
+    if any(dim == 0 for dim in dims):
+        raise ValueError(f"fan_in and fan_out are undefined for an empty shape {dims}")
+    if len(dims) == 1:
+        return dims[0], dims[0]
+    receptive = math.prod(dims[2:])
+    return dims[1] * receptive, dims[0] * receptive
+
+
+def zeros(shape, dtype=np.float32) -> np.ndarray:
+    """An array of zeros (policy ``"zero"``)."""
+    return np.zeros(_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def ones(shape, dtype=np.float32) -> np.ndarray:
+    """An array of ones (policy ``"one"``)."""
+    return np.ones(_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
+    """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio, 2010)."""
+    _check_rng(rng, "xavier_uniform")
+    fan_in, fan_out = fan_in_and_fan_out(shape)
+    bound = _check_gain(gain) * math.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
+    """N(0, std) with ``std = gain * sqrt(2 / (fan_in + fan_out))`` (Glorot & Bengio, 2010)."""
+    _check_rng(rng, "xavier_normal")
+    fan_in, fan_out = fan_in_and_fan_out(shape)
+    std = _check_gain(gain) * math.sqrt(2.0 / (fan_in + fan_out))
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
+    """U(-a, a) with ``a = sqrt(6 / fan_in)`` (He et al., 2015)."""
+    _check_rng(rng, "he_uniform")
+    fan_in, _ = fan_in_and_fan_out(shape)
+    bound = math.sqrt(6.0 / fan_in)
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
+    """N(0, std) with ``std = sqrt(2 / fan_in)`` (He et al., 2015)."""
+    _check_rng(rng, "he_normal")
+    fan_in, _ = fan_in_and_fan_out(shape)
+    std = math.sqrt(2.0 / fan_in)
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+
+
+def initialize(policy: str, shape, rng: Rng | None = None, dtype=np.float32) -> np.ndarray:
+    """A new array of ``shape`` initialized by the policy named ``policy`` (see POLICIES).
+
+    ``"zero"`` and ``"one"`` ignore ``rng``; the four random policies require it.
+    """
+    if not isinstance(policy, str):
+        raise TypeError(f"policy must be a string naming one of {POLICIES}, got {policy!r}")
+    if policy == "zero":
+        return zeros(shape, dtype)
+    if policy == "one":
+        return ones(shape, dtype)
+    if policy == "xavier_uniform":
+        return xavier_uniform(shape, _check_rng(rng, policy), dtype=dtype)
+    if policy == "xavier_normal":
+        return xavier_normal(shape, _check_rng(rng, policy), dtype=dtype)
+    if policy == "he_uniform":
+        return he_uniform(shape, _check_rng(rng, policy), dtype=dtype)
+    if policy == "he_normal":
+        return he_normal(shape, _check_rng(rng, policy), dtype=dtype)
+    raise ValueError(f"unknown init policy {policy!r}; valid policies are {', '.join(POLICIES)}")

@@ -1,0 +1,348 @@
+"""Modules and parameters: the tree every layer, optimizer and checkpoint works through.
+
+A ``Module`` registers its ``Parameter``s and child modules under names (attribute
+assignment registers them too). From that tree come dotted names
+(``blocks.0.attention.qkv_weight``), a stable parameter order, train/eval propagation and
+state dictionaries. Registration keeps the tree a tree: no duplicate names, no parameter or
+child registered twice, no cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tensorlib.autograd import no_grad
+from tensorlib.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf tensor a module owns. ``trainable=False`` freezes it (it never gets a grad)."""
+
+    def __init__(self, data: Any, trainable: bool = True, dtype: Any = None):
+        if isinstance(data, Tensor):
+            data = data.data
+        super().__init__(data, dtype=dtype)
+        if not np.issubdtype(self.dtype, np.floating):
+            raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
+        self.requires_grad = bool(trainable)
+
+    @property
+    def trainable(self) -> bool:
+        return self.requires_grad
+
+    @trainable.setter
+    def trainable(self, flag: bool) -> None:
+        self.requires_grad = bool(flag)
+        if not flag:
+            self.grad = None
+
+    def __repr__(self) -> str:
+        return "Parameter(" + super().__repr__()[len("tensor(") :]
+
+
+class StateDictError(ValueError):
+    """A state dictionary does not fit the module; the message lists every problem."""
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class of every layer and model.
+
+    Subclasses call ``super().__init__()`` first, then assign parameters and child modules
+    as attributes (or call ``register_parameter`` / ``register_module``), and define
+    ``forward``. Calling the module runs ``forward``.
+    """
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_parent_registered", False)
+        object.__setattr__(self, "training", True)
+
+    # ------------------------------------------------------------------------ registration
+    def _check_name(self, name: str, kind: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise RuntimeError(
+                f"{type(self).__name__}.__init__ must call super().__init__() "
+                f"before registering {kind} '{name}'"
+            )
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name must be a string, got {type(name).__name__}")
+        if not name:
+            raise ValueError(f"{kind} name must not be empty")
+        if "." in name:
+            raise ValueError(f"{kind} name '{name}' must not contain '.' (dots join nested names)")
+        if name in self._parameters or name in self._modules:
+            raise KeyError(f"{type(self).__name__} already has a member named '{name}'")
+        if hasattr(type(self), name) or name in self.__dict__:
+            raise KeyError(
+                f"cannot register {kind} '{name}': {type(self).__name__} already has "
+                "an attribute of that name"
+            )
+        if self._parent_registered:
+            raise RuntimeError(
+                f"cannot register {kind} '{name}': this {type(self).__name__} is "
+                "already a child of another module; register members before "
+                "attaching it"
+            )
+
+    def register_parameter(self, name: str, parameter: Parameter) -> None:
+        """Add a parameter under ``name``; rejects bad or taken names and repeated objects."""
+        if not isinstance(parameter, Parameter):
+            raise TypeError(
+                f"cannot register {type(parameter).__name__} as parameter '{name}': "
+                "expected a Parameter"
+            )
+        self._check_name(name, "parameter")
+        for other_name, other in self.named_parameters(include_frozen=True):
+            if other is parameter:
+                raise ValueError(
+                    f"this Parameter is already registered as '{other_name}'; "
+                    "the same parameter cannot be registered twice"
+                )
+        self._parameters[name] = parameter
+
+    def register_module(self, name: str, module: Module) -> None:
+        """Add a child module under ``name``; rejects bad names, repeats and cycles."""
+        if not isinstance(module, Module):
+            raise TypeError(
+                f"cannot register {type(module).__name__} as module '{name}': expected a Module"
+            )
+        self._check_name(name, "module")
+        if module is self:
+            raise ValueError(f"cannot register a {type(self).__name__} inside itself as '{name}'")
+        if any(descendant is self for descendant in module.modules()):
+            raise ValueError(
+                f"registering '{name}' would create a cycle: the "
+                f"{type(module).__name__} already contains this module"
+            )
+        if module._parent_registered:
+            raise ValueError(
+                f"this {type(module).__name__} is already registered as a child "
+                f"of another module; cannot register it again as '{name}'"
+            )
+        own_modules = {id(m): n for n, m in self.named_modules()}
+        for _sub_name, sub in module.named_modules():
+            if id(sub) in own_modules:
+                raise ValueError(
+                    f"module '{name}' contains a module already registered here "
+                    f"as '{own_modules[id(sub)] or '(root)'}'"
+                )
+        own_parameters = {id(p): n for n, p in self.named_parameters(include_frozen=True)}
+        for sub_name, parameter in module.named_parameters(include_frozen=True):
+            if id(parameter) in own_parameters:
+                raise ValueError(
+                    f"parameter '{name}.{sub_name}' is already registered here as "
+                    f"'{own_parameters[id(parameter)]}'"
+                )
+        object.__setattr__(module, "_parent_registered", True)
+        self._modules[name] = module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            self.register_module(name, value)
+        elif name in self.__dict__.get("_parameters", {}) or name in self.__dict__.get(
+            "_modules", {}
+        ):
+            raise TypeError(
+                f"cannot replace registered member '{name}' of "
+                f"{type(self).__name__} with a {type(value).__name__}"
+            )
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: look among the registered members.
+        members = self.__dict__
+        if "_parameters" in members and name in members["_parameters"]:
+            return members["_parameters"][name]
+        if "_modules" in members and name in members["_modules"]:
+            return members["_modules"][name]
+        raise AttributeError(
+            f"'{type(self).__name__}' has no attribute, parameter or child module named '{name}'"
+        )
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters or name in self._modules:
+            raise AttributeError(f"registered member '{name}' cannot be deleted")
+        object.__delattr__(self, name)
+
+    # ------------------------------------------------------------------------ traversal
+    def _own_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        """This module's direct parameters (override to hide inactive ones)."""
+        return iter(self._parameters.items())
+
+    def named_parameters(
+        self, prefix: str = "", include_frozen: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """``(dotted_name, parameter)`` depth-first: own parameters, then each child's."""
+        for name, parameter in self._own_parameters():
+            if include_frozen or parameter.trainable:
+                yield prefix + name, parameter
+        for name, child in self._modules.items():
+            yield from child.named_parameters(prefix + name + ".", include_frozen)
+
+    def parameters(self, include_frozen: bool = True) -> list[Parameter]:
+        """All parameters in a stable depth-first registration order."""
+        return [p for _, p in self.named_parameters(include_frozen=include_frozen)]
+
+    def trainable_parameters(self) -> list[Parameter]:
+        return self.parameters(include_frozen=False)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        return iter(list(self._modules.items()))
+
+    def children(self) -> list[Module]:
+        return list(self._modules.values())
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module (name ``prefix``, "" at the root) and every descendant, depth-first."""
+        stack: list[tuple[str, Module]] = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            yield name, module
+            joined = name + "." if name else ""
+            stack.extend(reversed([(joined + n, m) for n, m in module._modules.items()]))
+
+    def modules(self) -> list[Module]:
+        return [m for _, m in self.named_modules()]
+
+    def get_submodule(self, dotted_name: str) -> Module:
+        """The descendant at ``dotted_name`` ("" is the module itself)."""
+        module = self
+        for part in dotted_name.split(".") if dotted_name else []:
+            if part not in module._modules:
+                raise KeyError(f"no submodule '{dotted_name}' (missing '{part}')")
+            module = module._modules[part]
+        return module
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        return sum(p.size for p in self.parameters(include_frozen=not trainable_only))
+
+    # ------------------------------------------------------------------------ modes
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode on this module and every descendant; returns self."""
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        """Forget every parameter's gradient (sets ``.grad`` to None)."""
+        for parameter in self.parameters():
+            parameter.grad = None
+
+    # ------------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """A copy of every parameter's values, keyed by dotted name, in parameter order."""
+        return {name: np.array(p.data, copy=True) for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Copy values in by name. All problems are collected and reported in one
+        ``StateDictError`` before anything changes; on error the module is untouched.
+
+        With ``strict=False``, missing and unexpected keys are returned instead of raised
+        (mis-shaped values always raise).
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
+        own = dict(self.named_parameters())
+        missing = [name for name in own if name not in state]
+        unexpected = [name for name in state if name not in own]
+        problems = []
+        staged: list[tuple[Parameter, np.ndarray]] = []
+        for name, parameter in own.items():
+            if name not in state:
+                continue
+            value = state[name]
+            array = value.data if isinstance(value, Tensor) else np.asarray(value)
+            if array.shape != parameter.shape:
+                problems.append(
+                    f"'{name}': shape {array.shape} in the state, {parameter.shape} in the model"
+                )
+                continue
+            if array.dtype.kind not in "fiu":
+                problems.append(f"'{name}': dtype {array.dtype} is not numeric")
+                continue
+            staged.append((parameter, array.astype(parameter.dtype, copy=True)))
+        if strict:
+            problems = (
+                [f"missing key '{name}'" for name in missing]
+                + [f"unexpected key '{name}'" for name in unexpected]
+                + problems
+            )
+        if problems:
+            raise StateDictError(
+                f"cannot load state into {type(self).__name__}: " + "; ".join(problems)
+            )
+        with no_grad():
+            for parameter, array in staged:
+                parameter.copy_(array)
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------------ calling
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        """One line of configuration shown by ``repr`` (override in layers)."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        children = list(self._modules.items())
+        if not children:
+            return lines[0] + ")"
+        lines[0] += ""
+        for name, child in children:
+            child_lines = repr(child).split("\n")
+            lines.append(f"  ({name}): " + child_lines[0])
+            lines.extend("  " + line for line in child_lines[1:])
+        lines.append(")")
+        return "\n".join(lines)
+
+
+class ModuleList(Module):
+    """An ordered list of child modules, registered as ``"0"``, ``"1"``, ..."""
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        for module in modules or []:
+            self.append(module)
+
+    def append(self, module: Module) -> ModuleList:
+        self.register_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(list(self._modules.values()))
+
+    def __getitem__(self, index: int | slice) -> Any:
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            return items[index]
+        if not -len(items) <= index < len(items):
+            raise IndexError(f"ModuleList index {index} out of range for length {len(items)}")
+        return items[index]

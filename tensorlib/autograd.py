@@ -84,6 +84,8 @@ class Context:
         self.next: tuple[Any, ...] = ()
         self.input_shapes: tuple[tuple[int, ...], ...] = ()
         self.input_dtypes: tuple[np.dtype, ...] = ()
+        self.output_shape: tuple[int, ...] = ()
+        self.output_dtype: np.dtype | None = None
         self.watched: list[tuple[list[int], int, int]] = []
         self.retained_output: Tensor | None = None
         self.freed = False
@@ -115,7 +117,7 @@ class Context:
 
 _CONTEXT_FIELDS = frozenset({
     "function", "name", "saved", "needs_input_grad", "next", "input_shapes", "input_dtypes",
-    "watched", "retained_output", "freed",
+    "output_shape", "output_dtype", "watched", "retained_output", "freed",
 })
 
 
@@ -159,6 +161,7 @@ class Function:
         )
         ctx.input_shapes = tuple(t._data.shape for t in inputs)
         ctx.input_dtypes = tuple(t._data.dtype for t in inputs)
+        ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
         if ctx.saved:
             # Remember the versions of tensors whose arrays were saved, to catch in-place
             # changes between forward and backward.

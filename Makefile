@@ -30,7 +30,7 @@ lint: setup
 
 test: setup
 	$(BIN)/ruff check tensorlib tests benchmarks
-	$(BIN)/python -m pytest tests notebooks --nbval --sanitize-with notebooks/sanitize.cfg -q
+	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -q
 
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py

@@ -1,0 +1,18 @@
+"""tensorlib.optim: SGD, AdamW, gradient-norm clipping and a warm-up + cosine schedule."""
+
+from tensorlib.optim.adamw import AdamW
+from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
+from tensorlib.optim.optimizer import Optimizer, collect_parameters
+from tensorlib.optim.schedule import WarmupCosineSchedule, warmup_cosine_lr
+from tensorlib.optim.sgd import SGD
+
+__all__ = [
+    "SGD",
+    "AdamW",
+    "Optimizer",
+    "WarmupCosineSchedule",
+    "clip_grad_norm",
+    "collect_parameters",
+    "global_gradient_norm",
+    "warmup_cosine_lr",
+]

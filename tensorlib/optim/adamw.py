@@ -1,0 +1,202 @@
+"""AdamW: Adam with bias correction, decoupled weight decay and optional global clipping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorlib.autograd import no_grad
+from tensorlib.backend import array_module
+from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
+from tensorlib.optim.optimizer import (
+    Optimizer,
+    ParamsOrModule,
+    check_int,
+    check_real,
+    staged_array,
+)
+
+
+def _check_betas(value: Any) -> tuple[float, float]:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
+    return (check_real("beta1", value[0], low=0.0, high=1.0),
+            check_real("beta2", value[1], low=0.0, high=1.0))
+
+
+class AdamW(Optimizer):
+    """Per parameter with a gradient ``g`` (clipped first when ``max_grad_norm > 0``)::
+
+        step += 1
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        m_hat = m / (1 - beta1**step);  v_hat = v / (1 - beta2**step)
+        p = p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)
+
+    This is ``torch.optim.AdamW``. With ``max_grad_norm > 0`` the global L2 norm of all
+    trainable parameters' gradients is computed first and, if it exceeds ``max_grad_norm``,
+    the update uses gradients scaled by ``max_grad_norm / (norm + 1e-6)`` (what
+    ``torch.nn.utils.clip_grad_norm_`` does); ``p.grad`` itself is left unscaled.
+
+    ``state[i]`` is ``{"step": int, "first_moment": m, "second_moment": v}`` for
+    ``parameters[i]`` (zeros and step 0 at construction). ``step()`` is all-or-nothing: a
+    mis-shaped gradient, or a non-finite value, gradient, new value or new moment raises
+    ValueError and leaves every parameter, moment and step counter unchanged. Arithmetic is in
+    the parameter's dtype.
+    """
+
+    def __init__(self, params_or_module: ParamsOrModule, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01, max_grad_norm: float = 0.0):
+        self.lr = lr
+        self.betas = betas
+        self.eps = eps
+        self.weight_decay = weight_decay
+        self.max_grad_norm = max_grad_norm
+        super().__init__(params_or_module)
+        self.state: list[dict[str, Any]] = []
+        for parameter in self.parameters:
+            xp = array_module(parameter.data)
+            self.state.append({
+                "step": 0,
+                "first_moment": xp.zeros(parameter.shape, dtype=parameter.dtype),
+                "second_moment": xp.zeros(parameter.shape, dtype=parameter.dtype),
+            })
+
+    # ------------------------------------------------------------------- configuration
+    @property
+    def lr(self) -> float:
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._lr = check_real("lr", value, low=0.0)
+
+    @property
+    def betas(self) -> tuple[float, float]:
+        return self._betas
+
+    @betas.setter
+    def betas(self, value: tuple[float, float]) -> None:
+        self._betas = _check_betas(value)
+
+    @property
+    def eps(self) -> float:
+        return self._eps
+
+    @eps.setter
+    def eps(self, value: float) -> None:
+        self._eps = check_real("eps", value, low=0.0, low_open=True)
+
+    @property
+    def weight_decay(self) -> float:
+        return self._weight_decay
+
+    @weight_decay.setter
+    def weight_decay(self, value: float) -> None:
+        self._weight_decay = check_real("weight_decay", value, low=0.0)
+
+    @property
+    def max_grad_norm(self) -> float:
+        return self._max_grad_norm
+
+    @max_grad_norm.setter
+    def max_grad_norm(self, value: float) -> None:
+        self._max_grad_norm = check_real("max_grad_norm", value, low=0.0)
+
+    def config(self) -> dict[str, Any]:
+        """The hyperparameters as a plain dict (the ``"config"`` of ``state_dict()``)."""
+        return {"lr": self.lr, "betas": self.betas, "eps": self.eps,
+                "weight_decay": self.weight_decay, "max_grad_norm": self.max_grad_norm}
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{key}={value}" for key, value in self.config().items())
+        return f"AdamW({settings}, parameters={len(self.parameters)})"
+
+    # ------------------------------------------------------------------- update
+    def step(self) -> None:
+        """Apply one AdamW update to every trainable parameter that has a gradient."""
+        pending = self.gradients_to_apply()
+        if not pending:
+            return
+        scale = None
+        if self.max_grad_norm > 0.0:
+            norm = gradient_norm_of_arrays([grad for _, _, grad in pending])
+            if not np.isfinite(norm):
+                raise ValueError(f"the global gradient norm is {norm}; nothing was changed")
+            if norm > self.max_grad_norm:
+                scale = self.max_grad_norm / (norm + CLIP_EPSILON)
+        beta1, beta2 = self.betas
+        staged = []
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for index, parameter, grad in pending:
+                xp = array_module(parameter.data)
+                dtype = parameter.dtype.type
+                if scale is not None:
+                    grad = grad * dtype(scale)  # a scaled copy; p.grad is left as it was
+                entry = self.state[index]
+                step = entry["step"] + 1
+                first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
+                second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
+                first_hat = first / dtype(1.0 - beta1**step)
+                second_hat = second / dtype(1.0 - beta2**step)
+                value = parameter.data
+                new_value = value - dtype(self.lr) * (
+                    first_hat / (xp.sqrt(second_hat) + dtype(self.eps))
+                    + dtype(self.weight_decay) * value
+                )
+                self.check_staged(index, "first moment", first)
+                self.check_staged(index, "second moment", second)
+                self.check_staged(index, "value", new_value)
+                staged.append((index, parameter, step, first, second, new_value))
+        with no_grad():
+            for index, parameter, step, first, second, new_value in staged:
+                parameter.copy_(new_value)
+                entry = self.state[index]
+                entry["step"] = step
+                entry["first_moment"] = first
+                entry["second_moment"] = second
+
+    # ------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """``{"type": "AdamW", "config": {...}, "state": [{"step", "first_moment",
+        "second_moment"}...]}`` with copied arrays."""
+        return {
+            "type": "AdamW",
+            "config": self.config(),
+            "state": [
+                {"step": entry["step"], "first_moment": entry["first_moment"].copy(),
+                 "second_moment": entry["second_moment"].copy()}
+                for entry in self.state
+            ],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore config, step counters and moments; everything is checked first, so a bad
+        state changes nothing (ValueError/KeyError/TypeError naming the problem)."""
+        keys = ("lr", "betas", "eps", "weight_decay", "max_grad_norm")
+        self._check_state_header(state, "AdamW", keys)
+        config = state["config"]
+        lr = check_real("lr", config["lr"], low=0.0)
+        betas = _check_betas(config["betas"])
+        eps = check_real("eps", config["eps"], low=0.0, low_open=True)
+        weight_decay = check_real("weight_decay", config["weight_decay"], low=0.0)
+        max_grad_norm = check_real("max_grad_norm", config["max_grad_norm"], low=0.0)
+        entries = []
+        for index, entry in enumerate(state["state"]):
+            for key in ("step", "first_moment", "second_moment"):
+                if key not in entry:
+                    raise KeyError(f"state entry {index} is missing '{key}'")
+            step = check_int(f"step of {self.describe(index)}", entry["step"])
+            parameter = self.parameters[index]
+            first = staged_array(f"first moment of {self.describe(index)}",
+                                 entry["first_moment"], parameter)
+            second = staged_array(f"second moment of {self.describe(index)}",
+                                  entry["second_moment"], parameter)
+            if bool((second < 0).any()):
+                raise ValueError(f"second moment of {self.describe(index)} has negative values")
+            entries.append({"step": step, "first_moment": first, "second_moment": second})
+        self._lr, self._betas, self._eps = lr, betas, eps
+        self._weight_decay, self._max_grad_norm = weight_decay, max_grad_norm
+        self.state = entries

@@ -115,14 +115,18 @@ class Module:
             raise TypeError(
                 f"cannot register {type(module).__name__} as module '{name}': expected a Module"
             )
-        self._check_name(name, "module")
+        # Cycles first: a module inside a cycle is already attached (sealed), and the
+        # sealing error from _check_name would hide what is really wrong.
         if module is self:
             raise ValueError(f"cannot register a {type(self).__name__} inside itself as '{name}'")
-        if any(descendant is self for descendant in module.modules()):
+        if "_modules" in module.__dict__ and any(
+            descendant is self for descendant in module.modules()
+        ):
             raise ValueError(
                 f"registering '{name}' would create a cycle: the "
                 f"{type(module).__name__} already contains this module"
             )
+        self._check_name(name, "module")
         if module._parent_registered:
             raise ValueError(
                 f"this {type(module).__name__} is already registered as a child "

@@ -1,0 +1,476 @@
+"""Stateless neural-network functions: activations, softmax, losses, masks, dropout.
+
+The ops that matter for speed and numerical stability are single fused ``Function``s with a
+hand-derived backward: ``cross_entropy``, ``layer_norm``, ``embedding`` (a row gather),
+``causal_softmax`` (attention's scaled, causally masked softmax) and ``dropout``. Each has a
+*reference twin* (``..._reference``) built from the chain of primitive ops, so notebooks and
+tests can check that the fused op agrees with it in value and in gradient.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from tensorlib.autograd import Context, Function
+from tensorlib.backend import array_module
+from tensorlib.nn.rng import Rng, default_rng
+from tensorlib.tensor import Tensor
+
+__all__ = [
+    "causal_mask",
+    "apply_causal_mask",
+    "causal_softmax",
+    "causal_softmax_reference",
+    "cross_entropy",
+    "cross_entropy_reference",
+    "dropout",
+    "dropout_reference",
+    "embedding",
+    "embedding_reference",
+    "gelu",
+    "layer_norm",
+    "layer_norm_reference",
+    "log_softmax",
+    "log_softmax_reference",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "softmax_reference",
+    "tanh",
+    "token_ids",
+]
+
+
+def _check_tensor(value: Any, what: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{what} must be a Tensor, got {type(value).__name__}")
+    return value
+
+
+def _check_floating(value: Any, what: str) -> Tensor:
+    _check_tensor(value, what)
+    if not np.issubdtype(value.dtype, np.floating):
+        raise TypeError(f"{what} must be a floating-point tensor, got dtype {value.dtype}")
+    return value
+
+
+# --------------------------------------------------------------------------------- activations
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0) elementwise."""
+    return _check_tensor(x, "relu input").relu()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU x·Φ(x): exact (erf) by default, ``approximate="tanh"`` for the tanh form."""
+    return _check_tensor(x, "gelu input").gelu(approximate=approximate)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)) elementwise, without overflow."""
+    return _check_tensor(x, "sigmoid input").sigmoid()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _check_tensor(x, "tanh input").tanh()
+
+
+# --------------------------------------------------------------------------------- softmax
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Numerically stable softmax along ``axis`` (one fused node)."""
+    return _check_floating(x, "softmax input").softmax(axis)
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Numerically stable log-softmax along ``axis`` (one fused node)."""
+    return _check_floating(x, "log_softmax input").log_softmax(axis)
+
+
+def log_softmax_reference(x: Tensor, axis: int = -1) -> Tensor:
+    """log-softmax as a chain of primitives: x - max - log Σ exp(x - max)."""
+    shifted = _check_floating(x, "log_softmax input") - x.max(axis, keepdims=True)
+    return shifted - shifted.exp().sum(axis, keepdims=True).log()
+
+
+def softmax_reference(x: Tensor, axis: int = -1) -> Tensor:
+    """softmax as a chain of primitives: exp(x - max) / Σ exp(x - max)."""
+    exps = (_check_floating(x, "softmax input") - x.max(axis, keepdims=True)).exp()
+    return exps / exps.sum(axis, keepdims=True)
+
+
+# --------------------------------------------------------------------------------- token ids
+def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
+    """Validate integer class/token ids against ``[0, limit)`` and return them as int64.
+
+    ``ids`` may be an integer Tensor, an integer numpy array, a nested list or an int.
+    Floating-point or boolean ids raise TypeError, ids that require grad raise TypeError,
+    and any id outside ``[0, limit)`` raises IndexError naming the first offending value.
+    """
+    if isinstance(ids, Tensor):
+        if ids.requires_grad:
+            raise TypeError(f"{what}s must not require grad (they are indices, not values)")
+        array = ids.data
+    elif isinstance(ids, (bool, np.bool_)):
+        raise TypeError(f"{what}s must be integers, got a bool")
+    elif isinstance(ids, numbers.Integral):
+        array = np.asarray(int(ids), dtype=np.int64)
+    else:
+        try:
+            array = np.asarray(ids)
+        except (ValueError, TypeError) as error:
+            raise TypeError(f"{what}s must be an integer array or nested list: {error}") from None
+        if array.dtype == object:
+            raise TypeError(f"{what}s must be a rectangular array of integers, got {ids!r}")
+    if array.dtype.kind not in "iu":
+        if array.size == 0 and array.dtype == np.float64 and not isinstance(ids, Tensor):
+            array = array.astype(np.int64)  # an empty list has numpy's default float dtype
+        else:
+            raise TypeError(f"{what}s must have an integer dtype, got {array.dtype}")
+    array = array.astype(np.int64, copy=False)
+    if array.size:
+        bad = (array < 0) | (array >= limit)
+        if bad.any():
+            first = int(array[bad].reshape(-1)[0])
+            position = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise IndexError(f"{what} {first} at position {position} is out of range "
+                             f"[0, {limit})")
+    return array
+
+
+# --------------------------------------------------------------------------------- cross-entropy
+class CrossEntropyFunction(Function):
+    """Mean negative log-likelihood of ``targets`` under softmax(``logits``), one node.
+
+    Forward: log-softmax with the max subtracted, pick each target's log-probability, mean.
+    Backward: (softmax(logits) - onehot(targets)) / N, times the incoming scalar gradient.
+    """
+
+    op_name = "cross_entropy"
+
+    @staticmethod
+    def forward(ctx: Context, logits: Any, targets: Any) -> Any:
+        xp = array_module(logits)
+        classes = logits.shape[-1]
+        targets = xp.asarray(targets)
+        flat = logits.reshape(-1, classes)  # (N, V)
+        rows = xp.arange(flat.shape[0])
+        shifted = flat - flat.max(axis=-1, keepdims=True)
+        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
+        loss = -log_probs[rows, targets.reshape(-1)].mean()
+        ctx.save_for_backward(log_probs)
+        ctx.targets, ctx.input_shape = targets.reshape(-1), logits.shape
+        return xp.asarray(loss, dtype=logits.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (log_probs,) = ctx.saved_tensors
+        xp = array_module(log_probs)
+        count = log_probs.shape[0]
+        probs = xp.exp(log_probs)  # a fresh array: safe to change in place
+        probs[xp.arange(count), ctx.targets] -= 1.0
+        probs *= grad / count
+        return probs.reshape(ctx.input_shape)
+
+
+def _check_cross_entropy(logits: Any, targets: Any) -> np.ndarray:
+    _check_floating(logits, "cross_entropy logits")
+    if logits.ndim == 0:
+        raise ValueError("cross_entropy logits must have a class axis, got a 0-d tensor")
+    classes = logits.shape[-1]
+    if classes == 0:
+        raise ValueError(f"cross_entropy logits have no classes (shape {logits.shape})")
+    array = token_ids(targets, classes, what="target")
+    if array.shape != logits.shape[:-1]:
+        raise ValueError(f"cross_entropy targets of shape {array.shape} do not match logits "
+                         f"of shape {logits.shape} (expected targets of shape "
+                         f"{logits.shape[:-1]})")
+    if array.size == 0:
+        raise ValueError(f"cross_entropy of an empty batch (logits shape {logits.shape})")
+    return array
+
+
+def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
+    """Mean cross-entropy between ``logits (..., V)`` and class indices ``targets (...)``.
+
+    ``targets`` holds integers in ``[0, V)`` with shape ``logits.shape[:-1]``; every leading
+    position counts once in the mean. Stable for logits of any magnitude; inputs are not
+    modified. Non-integer targets raise TypeError, out-of-range ones IndexError.
+    """
+    array = _check_cross_entropy(logits, targets)
+    return CrossEntropyFunction.apply(logits, targets=array)
+
+
+def cross_entropy_reference(logits: Tensor, targets: Any) -> Tensor:
+    """Cross-entropy as a chain of primitives: -mean(Σ onehot ⊙ log_softmax(logits))."""
+    array = _check_cross_entropy(logits, targets)
+    onehot = np.eye(logits.shape[-1], dtype=logits.dtype)[array]  # (..., V)
+    picked = (log_softmax_reference(logits) * Tensor(onehot)).sum(-1)
+    return -picked.mean()
+
+
+# --------------------------------------------------------------------------------- masks
+def causal_mask(length: int, additive: bool = False, dtype: Any = np.float32) -> Tensor:
+    """The (T, T) causal mask: position t may attend to positions 0..t only.
+
+    By default a boolean tensor, True where attention is forbidden (column > row). With
+    ``additive=True`` a float tensor of ``dtype``: 0 on and below the diagonal, -inf above.
+    """
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 1:
+        raise ValueError(f"causal_mask length must be a positive integer, got {length!r}")
+    forbidden = np.triu(np.ones((length, length), dtype=bool), k=1)
+    if not additive:
+        return Tensor(forbidden)
+    return Tensor(np.where(forbidden, -np.inf, 0.0).astype(dtype))
+
+
+def _check_scores(scores: Any, what: str) -> None:
+    _check_floating(scores, what)
+    if scores.ndim < 2 or scores.shape[-1] != scores.shape[-2]:
+        raise ValueError(f"{what} must end in a square (T, T) pair of axes, got shape "
+                         f"{scores.shape}")
+    if scores.shape[-1] == 0:
+        raise ValueError(f"{what} of shape {scores.shape} has no positions")
+
+
+def apply_causal_mask(scores: Tensor) -> Tensor:
+    """Set the entries above the diagonal of the last two axes of ``scores`` to -inf."""
+    _check_scores(scores, "apply_causal_mask scores")
+    return scores.masked_fill(causal_mask(scores.shape[-1]), -math.inf)
+
+
+class CausalSoftmaxFunction(Function):
+    """softmax(scale · scores + causal mask) over the last axis, one node.
+
+    Forward: masked entries (column > row) become -inf, so their probability is exactly 0.
+    Backward: scale · p ⊙ (g - Σ g ⊙ p); masked entries get no gradient since p = 0 there.
+    """
+
+    op_name = "causal_softmax"
+
+    @staticmethod
+    def forward(ctx: Context, scores: Any, scale: float) -> Any:
+        xp = array_module(scores)
+        length = scores.shape[-1]
+        forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
+        scaled = xp.where(forbidden, -xp.inf, scores * scores.dtype.type(scale))
+        scaled -= scaled.max(axis=-1, keepdims=True)  # the diagonal is never masked
+        probabilities = xp.exp(scaled, out=scaled)
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        ctx.save_for_backward(probabilities)
+        ctx.scale = scale
+        return probabilities
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (probabilities,) = ctx.saved_tensors
+        weighted = grad * probabilities
+        result = weighted - probabilities * weighted.sum(axis=-1, keepdims=True)
+        return result * result.dtype.type(ctx.scale)
+
+
+def causal_softmax(scores: Tensor, scale: float = 1.0) -> Tensor:
+    """Attention probabilities: softmax over the last axis of ``scale * scores`` with every
+    entry above the diagonal of the last two (T, T) axes masked out."""
+    _check_scores(scores, "causal_softmax scores")
+    return CausalSoftmaxFunction.apply(scores, scale=float(scale))
+
+
+def causal_softmax_reference(scores: Tensor, scale: float = 1.0) -> Tensor:
+    """The primitive chain: (scores · scale + additive mask), then softmax_reference."""
+    _check_scores(scores, "causal_softmax scores")
+    mask = causal_mask(scores.shape[-1], additive=True, dtype=scores.dtype)
+    return softmax_reference(scores * float(scale) + mask)
+
+
+# --------------------------------------------------------------------------------- layer norm
+class LayerNormFunction(Function):
+    """y = (x - mean) / sqrt(var + eps) · weight + bias over the last axis, one node.
+
+    With x̂ the normalized input, r = 1/sqrt(var + eps) and g = dy · weight, the backward is
+    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy.
+    """
+
+    op_name = "layer_norm"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
+                has_bias: bool) -> Any:
+        xp = array_module(x)
+        weight = affine[0] if has_weight else None
+        bias = affine[-1] if has_bias else None
+        centered = x - x.mean(axis=-1, keepdims=True)
+        variance = (centered * centered).mean(axis=-1, keepdims=True)  # biased, as PyTorch
+        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # (..., 1)
+        normalized = centered * inverse_std
+        out = normalized if weight is None else normalized * weight
+        if bias is not None:
+            out = out + bias
+        ctx.save_for_backward(normalized, inverse_std, weight)
+        ctx.has_weight, ctx.has_bias = has_weight, has_bias
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        normalized, inverse_std, weight = ctx.saved_tensors
+        width = normalized.shape[-1]
+        grads: list[Any] = [None]
+        if ctx.needs_input_grad[0]:
+            g = grad if weight is None else grad * weight
+            grads[0] = inverse_std * (g - g.mean(axis=-1, keepdims=True)
+                                      - normalized * (g * normalized).mean(axis=-1, keepdims=True))
+        if ctx.has_weight:
+            wanted = ctx.needs_input_grad[1]
+            grads.append((grad * normalized).reshape(-1, width).sum(axis=0) if wanted else None)
+        if ctx.has_bias:
+            wanted = ctx.needs_input_grad[-1]
+            grads.append(grad.reshape(-1, width).sum(axis=0) if wanted else None)
+        return tuple(grads)
+
+
+def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
+    _check_floating(x, "layer_norm input")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"layer_norm needs a non-empty last axis, got shape {x.shape}")
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0 \
+            or not math.isfinite(eps):
+        raise ValueError(f"layer_norm eps must be a finite number > 0, got {eps!r}")
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is None:
+            continue
+        _check_floating(value, f"layer_norm {name}")
+        if value.shape != (x.shape[-1],):
+            raise ValueError(f"layer_norm {name} of shape {value.shape} does not match the "
+                             f"input's last axis (input shape {x.shape})")
+
+
+def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize the last axis to zero mean and unit (biased) variance, then scale and shift
+    by ``weight`` and ``bias`` (each of shape ``(C,)`` or None). One fused node."""
+    _check_layer_norm(x, weight, bias, eps)
+    affine = [t for t in (weight, bias) if t is not None]
+    return LayerNormFunction.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
+                                   has_bias=bias is not None)
+
+
+def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+                         eps: float = 1e-5) -> Tensor:
+    """The primitive chain: mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
+    _check_layer_norm(x, weight, bias, eps)
+    centered = x - x.mean(-1, keepdims=True)
+    variance = (centered * centered).mean(-1, keepdims=True)
+    out = centered / (variance + float(eps)).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# --------------------------------------------------------------------------------- embedding
+class EmbeddingFunction(Function):
+    """Rows of ``weight`` picked by integer ``ids``; the backward adds each output row's
+    gradient into its source row (repeated ids accumulate)."""
+
+    op_name = "embedding"
+
+    @staticmethod
+    def forward(ctx: Context, weight: Any, ids: Any) -> Any:
+        ids = array_module(weight).asarray(ids)
+        ctx.ids, ctx.weight_shape = ids, weight.shape
+        return weight[ids]  # (*ids.shape, C)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = array_module(grad)
+        full = xp.zeros(ctx.weight_shape, dtype=grad.dtype)  # (V, C)
+        xp.add.at(full, ctx.ids.reshape(-1), grad.reshape(-1, ctx.weight_shape[-1]))
+        return full
+
+
+def _check_embedding(weight: Any, ids: Any) -> np.ndarray:
+    _check_floating(weight, "embedding weight")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding weight must be 2-D (V, C), got shape {weight.shape}")
+    return token_ids(ids, weight.shape[0])
+
+
+def embedding(weight: Tensor, ids: Any) -> Tensor:
+    """Look up rows: ``weight (V, C)`` and integer ``ids (...)`` give ``(..., C)``."""
+    array = _check_embedding(weight, ids)
+    return EmbeddingFunction.apply(weight, ids=array)
+
+
+def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
+    """The primitive twin of ``embedding``: onehot(ids) @ weight."""
+    array = _check_embedding(weight, ids)
+    onehot = np.eye(weight.shape[0], dtype=weight.dtype)[array]  # (..., V)
+    return Tensor(onehot) @ weight
+
+
+# --------------------------------------------------------------------------------- dropout
+class DropoutFunction(Function):
+    """y = x ⊙ m where m is 0 (dropped) or 1/(1-p) (kept); backward: grad ⊙ m."""
+
+    op_name = "dropout"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, multiplier: Any) -> Any:
+        ctx.multiplier = multiplier
+        return x * multiplier
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return grad * ctx.multiplier
+
+
+def check_probability(p: Any) -> float:
+    """``p`` as a float if it is a number in [0, 1), else ValueError."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be a number in [0, 1), got {p!r}")
+    return float(p)
+
+
+def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> np.ndarray:
+    """Draw the inverted-dropout multiplier: 0 where uniform(0, 1) < p, else 1/(1-p)."""
+    dropped = rng.uniform(0.0, 1.0, size=x.shape) < p
+    xp = array_module(x.data)
+    keep_scale = x.dtype.type(1.0 / (1.0 - p))
+    return xp.asarray(np.where(dropped, x.dtype.type(0), keep_scale))
+
+
+def resolve_rng(rng: Any) -> Rng:
+    """``rng`` itself, or the process-wide default generator when it is None."""
+    if rng is None:
+        return default_rng()
+    if not isinstance(rng, Rng):
+        raise TypeError(f"rng must be a tensorlib.nn.Rng or None, got {type(rng).__name__}")
+    return rng
+
+
+def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) -> Tensor:
+    """Inverted dropout: zero each element with probability ``p``, scale the rest by 1/(1-p).
+
+    Returns ``x`` itself, drawing nothing from the RNG, when ``training`` is False or p == 0.
+    The mask is ``rng.uniform(0, 1, x.shape) < p`` (the default RNG when ``rng`` is None).
+    """
+    p = check_probability(p)
+    _check_floating(x, "dropout input")
+    generator = resolve_rng(rng)
+    if not training or p == 0.0:
+        return x
+    return DropoutFunction.apply(x, multiplier=_dropout_multiplier(x, p, generator))
+
+
+def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,
+                      training: bool = True) -> Tensor:
+    """The primitive twin of ``dropout`` (same draws): x * Tensor(multiplier)."""
+    p = check_probability(p)
+    _check_floating(x, "dropout input")
+    generator = resolve_rng(rng)
+    if not training or p == 0.0:
+        return x
+    return x * Tensor(_dropout_multiplier(x, p, generator))

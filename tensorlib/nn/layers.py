@@ -1,0 +1,344 @@
+"""The basic layers: Linear, Embedding, PositionalEmbedding, LayerNorm, Dropout, MLP and
+activation modules.
+
+Every layer that draws random numbers takes ``rng`` (an :class:`~tensorlib.nn.rng.Rng`); when
+it is None the process-wide default generator (:func:`tensorlib.nn.rng.default_rng`, reseeded
+by :func:`tensorlib.nn.rng.manual_seed`) is used, so construction is always deterministic.
+Weights are float32 unless ``dtype`` says otherwise (float64 for gradient checks).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tensorlib.nn import functional as F
+from tensorlib.nn.init import POLICIES, initialize
+from tensorlib.nn.module import Module, ModuleList, Parameter
+from tensorlib.nn.rng import Rng
+from tensorlib.tensor import Tensor
+
+__all__ = [
+    "ACTIVATIONS",
+    "GELU",
+    "MLP",
+    "Dropout",
+    "Embedding",
+    "Identity",
+    "LayerNorm",
+    "Linear",
+    "PositionalEmbedding",
+    "ReLU",
+    "Sigmoid",
+    "Tanh",
+    "get_activation",
+]
+
+
+# --------------------------------------------------------------------------------- helpers
+def check_positive_int(value: Any, what: str) -> int:
+    """Return ``value`` as an int if it is a positive integer, else raise naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value}")
+    return int(value)
+
+
+def check_policy(policy: Any, what: str) -> str:
+    """Reject an unknown init policy before anything is drawn from the RNG."""
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise ValueError(f"{what} must be one of {', '.join(POLICIES)}; got {policy!r}")
+    return policy
+
+
+def check_float_dtype(dtype: Any) -> np.dtype:
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}") from None
+    if result.kind != "f":
+        raise TypeError(f"dtype must be a floating-point dtype, got {result}")
+    return result
+
+
+resolve_rng = F.resolve_rng
+
+
+def check_input(x: Any, what: str, width: int, ndim: int | None = None) -> Tensor:
+    """``x`` must be a floating Tensor whose last axis has ``width`` entries."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what} takes a Tensor, got {type(x).__name__}")
+    if not np.issubdtype(x.dtype, np.floating):
+        raise TypeError(f"{what} takes a floating-point tensor, got dtype {x.dtype}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{what} expects a {ndim}-D input, got shape {x.shape}")
+    if x.ndim == 0 or x.shape[-1] != width:
+        raise ValueError(f"{what} expects inputs whose last axis has {width} features, "
+                         f"got shape {x.shape}")
+    return x
+
+
+# --------------------------------------------------------------------------------- Linear
+class Linear(Module):
+    """y = x Wᵀ + b, with ``weight (out_features, in_features)`` and ``bias (out_features,)``.
+
+    ``weight_init`` and ``bias_init`` name init policies (see ``tensorlib.nn.init``).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 weight_init: str = "xavier_uniform", bias_init: str = "zero",
+                 rng: Rng | None = None, dtype: Any = np.float32):
+        super().__init__()
+        self.in_features = check_positive_int(in_features, "in_features")
+        self.out_features = check_positive_int(out_features, "out_features")
+        check_policy(weight_init, "weight_init")
+        check_policy(bias_init, "bias_init")
+        dtype = check_float_dtype(dtype)
+        generator = resolve_rng(rng)
+        self.weight = Parameter(initialize(weight_init, (self.out_features, self.in_features),
+                                           generator, dtype))
+        if bias:
+            self.bias = Parameter(initialize(bias_init, (self.out_features,), generator, dtype))
+        else:
+            self.bias = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x (..., in_features)`` → ``(..., out_features)``."""
+        check_input(x, "Linear", self.in_features)
+        if x.ndim > 2:  # one (N, in) @ (in, out) product instead of a batched one
+            leading = x.shape[:-1]
+            y = x.reshape(-1, self.in_features) @ self.weight.transpose()
+            y = y.reshape(*leading, self.out_features)
+        else:
+            y = x @ self.weight.transpose()
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+# --------------------------------------------------------------------------------- Embedding
+class Embedding(Module):
+    """A lookup table ``weight (vocabulary_size, embedding_width)``: integer ids in, rows out.
+
+    Ids may be an integer Tensor, an integer numpy array or a nested list; non-integer ids,
+    ids that require grad and ids outside ``[0, vocabulary_size)`` raise.
+    """
+
+    def __init__(self, vocabulary_size: int, embedding_width: int,
+                 weight_init: str = "xavier_uniform", rng: Rng | None = None,
+                 dtype: Any = np.float32):
+        super().__init__()
+        self.vocabulary_size = check_positive_int(vocabulary_size, "vocabulary_size")
+        self.embedding_width = check_positive_int(embedding_width, "embedding_width")
+        check_policy(weight_init, "weight_init")
+        dtype = check_float_dtype(dtype)
+        self.weight = Parameter(initialize(weight_init,
+                                           (self.vocabulary_size, self.embedding_width),
+                                           resolve_rng(rng), dtype))
+
+    def forward(self, ids: Any) -> Tensor:
+        """``ids (...)`` → ``(..., embedding_width)``."""
+        return F.embedding(self.weight, ids)
+
+    def extra_repr(self) -> str:
+        return f"{self.vocabulary_size}, {self.embedding_width}"
+
+
+class PositionalEmbedding(Module):
+    """Adds a learned vector per position: ``x (..., T, C) + table(0..T-1)``.
+
+    Owns the child ``table`` (an Embedding of ``context_length`` rows). ``T`` must not
+    exceed ``context_length``.
+    """
+
+    def __init__(self, context_length: int, embedding_width: int,
+                 weight_init: str = "xavier_uniform", rng: Rng | None = None,
+                 dtype: Any = np.float32):
+        super().__init__()
+        self.context_length = check_positive_int(context_length, "context_length")
+        self.embedding_width = check_positive_int(embedding_width, "embedding_width")
+        self.table = Embedding(self.context_length, self.embedding_width, weight_init,
+                               rng=rng, dtype=dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_input(x, "PositionalEmbedding", self.embedding_width)
+        if x.ndim < 2:
+            raise ValueError(f"PositionalEmbedding expects (..., T, C) input, got shape {x.shape}")
+        length = x.shape[-2]
+        if length > self.context_length:
+            raise ValueError(f"sequence length {length} exceeds the context length "
+                             f"{self.context_length} (input shape {x.shape})")
+        positions = self.table(np.arange(length))  # (T, C)
+        return x + positions
+
+    def extra_repr(self) -> str:
+        return f"context_length={self.context_length}, embedding_width={self.embedding_width}"
+
+
+# --------------------------------------------------------------------------------- LayerNorm
+class LayerNorm(Module):
+    """Normalize the last axis (biased variance, as PyTorch), then ``· weight + bias``.
+
+    ``weight`` starts at one and ``bias`` at zero; ``affine=False`` has no parameters.
+    """
+
+    def __init__(self, normalized_width: int, eps: float = 1e-5, affine: bool = True,
+                 dtype: Any = np.float32):
+        super().__init__()
+        self.normalized_width = check_positive_int(normalized_width, "normalized_width")
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < np.inf:
+            raise ValueError(f"LayerNorm eps must be a finite number > 0, got {eps!r}")
+        self.eps = float(eps)
+        dtype = check_float_dtype(dtype)
+        if affine:
+            self.weight = Parameter(initialize("one", (self.normalized_width,), dtype=dtype))
+            self.bias = Parameter(initialize("zero", (self.normalized_width,), dtype=dtype))
+        else:
+            self.weight = None
+            self.bias = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_input(x, "LayerNorm", self.normalized_width)
+        return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_width}, eps={self.eps}, affine={self.weight is not None}"
+
+
+# --------------------------------------------------------------------------------- Dropout
+class Dropout(Module):
+    """Inverted dropout with probability ``p`` in [0, 1).
+
+    In training mode each element is zeroed when ``rng.uniform(0, 1) < p`` and the rest are
+    scaled by 1/(1-p). In eval mode, or when p == 0, the input itself is returned and the
+    RNG is not touched. With ``rng=None`` the default generator is looked up at each call.
+    """
+
+    def __init__(self, p: float = 0.5, rng: Rng | None = None):
+        super().__init__()
+        self.p = F.check_probability(p)
+        if rng is not None and not isinstance(rng, Rng):
+            raise TypeError(f"rng must be a tensorlib.nn.Rng or None, got {type(rng).__name__}")
+        self.rng = rng
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.rng, training=self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+# --------------------------------------------------------------------------------- activations
+class ReLU(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class GELU(Module):
+    """GELU, exact by default (``approximate="tanh"`` for the tanh form)."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "sigmoid": F.sigmoid,
+    "tanh": F.tanh,
+    "identity": _identity,
+}
+
+
+def get_activation(spec: str | Callable[[Tensor], Tensor] | None) -> Callable[[Tensor], Tensor]:
+    """Resolve an activation: a name in ``ACTIVATIONS``, None (identity) or any callable."""
+    if spec is None:
+        return _identity
+    if isinstance(spec, str):
+        if spec not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {spec!r}; expected one of "
+                             f"{', '.join(ACTIVATIONS)}, None or a callable")
+        return ACTIVATIONS[spec]
+    if callable(spec):
+        return spec
+    raise TypeError(f"an activation must be a name, None or a callable, got {spec!r}")
+
+
+# --------------------------------------------------------------------------------- MLP
+class MLP(Module):
+    """Linear → activation → Linear → ... → Linear → activation.
+
+    ``hidden_sizes`` lists the hidden widths (possibly none); the Linear layers are the
+    children ``layers.0``, ``layers.1``, ... . ``activations`` has ``len(hidden_sizes) + 1``
+    entries, one after each Linear: "relu", "gelu", "sigmoid", "tanh", "identity", None
+    (identity) or any callable on a Tensor.
+    """
+
+    def __init__(self, input_features: int, hidden_sizes: Sequence[int], output_features: int,
+                 activations: Sequence[str | Callable[[Tensor], Tensor] | None],
+                 bias: bool = True, weight_init: str = "xavier_uniform",
+                 bias_init: str = "zero", rng: Rng | None = None, dtype: Any = np.float32):
+        super().__init__()
+        self.input_features = check_positive_int(input_features, "input_features")
+        self.output_features = check_positive_int(output_features, "output_features")
+        if isinstance(hidden_sizes, (str, bytes)) or not isinstance(hidden_sizes, Sequence):
+            raise TypeError(f"hidden_sizes must be a sequence of positive integers, "
+                            f"got {hidden_sizes!r}")
+        hidden = [check_positive_int(size, f"hidden_sizes[{i}]")
+                  for i, size in enumerate(hidden_sizes)]
+        if isinstance(activations, (str, bytes)) or not isinstance(activations, Sequence):
+            raise TypeError(f"activations must be a sequence of {len(hidden) + 1} entries, "
+                            f"got {activations!r}")
+        if len(activations) != len(hidden) + 1:
+            raise ValueError(f"activations needs len(hidden_sizes) + 1 = {len(hidden) + 1} "
+                             f"entries, got {len(activations)}")
+        self.activation_functions = [get_activation(a) for a in activations]
+        check_policy(weight_init, "weight_init")
+        check_policy(bias_init, "bias_init")
+        generator = resolve_rng(rng)
+        widths = [self.input_features, *hidden, self.output_features]
+        self.hidden_sizes = tuple(hidden)
+        self.layers = ModuleList(
+            Linear(fan_in, fan_out, bias, weight_init, bias_init, rng=generator, dtype=dtype)
+            for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=True)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer, activation in zip(self.layers, self.activation_functions, strict=True):
+            x = activation(layer(x))
+        return x
+
+    def extra_repr(self) -> str:
+        return (f"input_features={self.input_features}, hidden_sizes={list(self.hidden_sizes)}, "
+                f"output_features={self.output_features}")

@@ -1,0 +1,393 @@
+"""Tests for tensorlib.nn.functional: activations, softmax, losses, masks, fused ops.
+
+Each fused op is checked three ways: hand-computed values, gradcheck in float64, and
+agreement (value and gradient) with its chain-of-primitives reference twin.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+import tensorlib as tl
+from tensorlib import gradcheck
+from tensorlib.nn import Rng
+from tensorlib.nn import functional as F
+
+
+def random64(*shape, seed=0, scale=1.0):
+    """A float64 leaf of normal(0, scale) values, fixed by ``seed``."""
+    data = np.random.default_rng(seed).normal(0.0, scale, shape)
+    return tl.Tensor(data, requires_grad=True)
+
+
+def value_and_gradients(fn, *inputs, weights=None):
+    """Run fn on fresh copies of the inputs; return its value and each input's gradient."""
+    leaves = [tl.Tensor(t.data.copy(), requires_grad=t.requires_grad) for t in inputs]
+    out = fn(*leaves)
+    if weights is None:
+        weights = np.cos(np.arange(out.size) * 0.7 + 0.1).reshape(out.shape) + 1.2
+    out.backward(weights.astype(out.dtype))
+    return out.data, [leaf.grad for leaf in leaves if leaf.requires_grad]
+
+
+def assert_twins_agree(fused, reference, *inputs, rtol=1e-10, atol=1e-12):
+    value_f, grads_f = value_and_gradients(fused, *inputs)
+    value_r, grads_r = value_and_gradients(reference, *inputs)
+    np.testing.assert_allclose(value_f, value_r, rtol=rtol, atol=atol)
+    assert len(grads_f) == len(grads_r) > 0
+    for grad_f, grad_r in zip(grads_f, grads_r, strict=True):
+        np.testing.assert_allclose(grad_f, grad_r, rtol=rtol, atol=atol)
+
+
+def count_nodes(tensor):
+    """Graph nodes reachable from ``tensor`` (to show a fused op is one node)."""
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or not hasattr(node, "next") or id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(n for n in node.next if n is not None and not isinstance(n, tl.Tensor))
+    return len(seen)
+
+
+# --------------------------------------------------------------------------------- activations
+def test_activation_values():
+    x = tl.tensor([-2.0, -0.5, 0.0, 0.5, 3.0])
+    values = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
+    np.testing.assert_allclose(F.relu(x).data, [0, 0, 0, 0.5, 3.0])
+    np.testing.assert_allclose(F.sigmoid(x).data, 1 / (1 + np.exp(-values)), rtol=1e-6)
+    np.testing.assert_allclose(F.tanh(x).data, np.tanh(values), rtol=1e-6)
+    exact = values * 0.5 * (1 + special.erf(values / math.sqrt(2)))
+    np.testing.assert_allclose(F.gelu(x).data, exact, rtol=1e-6, atol=1e-7)
+    approx = 0.5 * values * (1 + np.tanh(math.sqrt(2 / math.pi) * (values + 0.044715 * values**3)))
+    np.testing.assert_allclose(F.gelu(x, approximate="tanh").data, approx, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh])
+def test_activation_gradients(fn):
+    x = tl.Tensor(np.array([-2.0, -0.7, 0.3, 1.1, 2.5]), requires_grad=True)
+    assert gradcheck(fn, x)
+
+
+@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh, F.softmax])
+def test_functions_reject_non_tensors(fn):
+    with pytest.raises(TypeError, match="Tensor"):
+        fn(np.ones(3))
+
+
+# --------------------------------------------------------------------------------- softmax
+def test_softmax_values_by_hand():
+    p = F.softmax(tl.tensor([[1.0, 2.0, 3.0]]))
+    e = np.exp([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(p.data, [e / e.sum()], rtol=1e-6)
+    np.testing.assert_allclose(F.log_softmax(tl.tensor([0.0, 0.0])).data, [-math.log(2)] * 2,
+                               rtol=1e-6)
+
+
+def test_softmax_extreme_values_are_finite_and_exact():
+    x = tl.tensor([[1e4, 0.0, -1e4], [-1e4, -1e4, -1e4]])
+    p = F.softmax(x).data
+    assert np.all(np.isfinite(p))
+    np.testing.assert_allclose(p, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], atol=1e-7)
+    log_p = F.log_softmax(x).data
+    np.testing.assert_allclose(log_p, [[0, -1e4, -2e4], [-math.log(3)] * 3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_fused_softmax_and_log_softmax_agree_with_primitive_chain(axis):
+    x = random64(3, 4, 5, scale=3.0)
+    assert_twins_agree(lambda t: F.softmax(t, axis), lambda t: F.softmax_reference(t, axis), x)
+    assert_twins_agree(lambda t: F.log_softmax(t, axis),
+                       lambda t: F.log_softmax_reference(t, axis), x)
+    assert gradcheck(lambda t: F.log_softmax(t, axis), x)
+    assert gradcheck(lambda t: F.softmax(t, axis), x)
+
+
+def test_fused_softmax_is_one_node_reference_is_many():
+    x = random64(2, 3)
+    assert count_nodes(F.softmax(x)) == 1
+    assert count_nodes(F.softmax_reference(x)) > 3
+
+
+# --------------------------------------------------------------------------------- cross-entropy
+def test_cross_entropy_by_hand():
+    logits = tl.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.0]], dtype=np.float64)
+    targets = np.array([0, 2])
+    loss = F.cross_entropy(logits, targets)
+    rows = logits.data
+    log_probs = rows - np.log(np.exp(rows).sum(-1, keepdims=True))
+    expected = -(log_probs[0, 0] + log_probs[1, 2]) / 2
+    assert loss.shape == ()
+    assert loss.item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_cross_entropy_of_uniform_logits_is_log_v():
+    loss = F.cross_entropy(tl.zeros(4, 7), [0, 3, 6, 2])
+    assert loss.item() == pytest.approx(math.log(7), rel=1e-6)
+
+
+def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n():
+    logits = random64(3, 4)
+    targets = np.array([1, 0, 3])
+    F.cross_entropy(logits, targets).backward()
+    probs = np.exp(logits.data) / np.exp(logits.data).sum(-1, keepdims=True)
+    expected = (probs - np.eye(4)[targets]) / 3
+    np.testing.assert_allclose(logits.grad, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_cross_entropy_agrees_with_primitive_chain_and_gradcheck():
+    logits = random64(2, 3, 5, scale=2.0)
+    targets = np.array([[0, 4, 2], [1, 1, 3]])
+    assert_twins_agree(lambda t: F.cross_entropy(t, targets),
+                       lambda t: F.cross_entropy_reference(t, targets), logits)
+    assert gradcheck(lambda t: F.cross_entropy(t, targets), logits)
+    assert count_nodes(F.cross_entropy(logits, targets)) == 1
+
+
+def test_cross_entropy_means_over_every_leading_position():
+    logits = random64(2, 3, 4)
+    targets = np.array([[0, 1, 2], [3, 2, 1]])
+    loss = F.cross_entropy(logits, targets).item()
+    flat = F.cross_entropy(tl.Tensor(logits.data.reshape(6, 4)), targets.reshape(6)).item()
+    assert loss == pytest.approx(flat, rel=1e-12)
+
+
+def test_cross_entropy_is_stable_at_huge_logits():
+    logits = tl.tensor([[1e4, -1e4, 0.0], [1e4, -1e4, 0.0]], requires_grad=True)
+    loss = F.cross_entropy(logits, [0, 1])
+    assert loss.item() == pytest.approx(1e4, rel=1e-6)  # (0 + 2e4) / 2
+    loss.backward()
+    assert np.all(np.isfinite(logits.grad))
+    np.testing.assert_allclose(logits.grad, [[0, 0, 0], [0.5, -0.5, 0]], atol=1e-6)
+
+
+def test_cross_entropy_does_not_mutate_its_inputs():
+    logits = random64(3, 4)
+    targets = np.array([0, 1, 2])
+    before_logits, before_targets = logits.data.copy(), targets.copy()
+    F.cross_entropy(logits, targets).backward()
+    np.testing.assert_array_equal(logits.data, before_logits)
+    np.testing.assert_array_equal(targets, before_targets)
+
+
+@pytest.mark.parametrize("targets", [[0, 1, 2], np.array([0, 1, 2], dtype=np.int32),
+                                     tl.tensor([0, 1, 2])])
+def test_cross_entropy_accepts_lists_arrays_and_int_tensors(targets):
+    logits = tl.tensor(np.arange(12.0).reshape(3, 4))
+    expected = F.cross_entropy(logits, np.array([0, 1, 2])).item()
+    assert F.cross_entropy(logits, targets).item() == expected
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ([0, 4], IndexError, "target 4"),
+    ([-1, 0], IndexError, "target -1"),
+    ([0.0, 1.0], TypeError, "integer"),
+    (np.array([True, False]), TypeError, "integer"),
+    ([0, 1, 2], ValueError, r"\(3,\)"),
+    ([[0, 1]], ValueError, "shape"),
+])
+def test_cross_entropy_rejects_bad_targets(bad, error, message):
+    logits = tl.zeros(2, 4, requires_grad=True)
+    with pytest.raises(error, match=message):
+        F.cross_entropy(logits, bad)
+    assert logits.grad is None
+
+
+def test_cross_entropy_rejects_bad_logits():
+    with pytest.raises(TypeError, match="floating"):
+        F.cross_entropy(tl.tensor([[1, 2]]), [0])
+    with pytest.raises(TypeError, match="Tensor"):
+        F.cross_entropy(np.zeros((1, 2)), [0])
+    with pytest.raises(ValueError, match="0-d"):
+        F.cross_entropy(tl.tensor(1.0), 0)
+
+
+# --------------------------------------------------------------------------------- causal mask
+def test_causal_mask_boolean_and_additive():
+    mask = F.causal_mask(3)
+    assert mask.dtype == np.bool_
+    np.testing.assert_array_equal(mask.data, [[False, True, True], [False, False, True],
+                                              [False, False, False]])
+    additive = F.causal_mask(3, additive=True).data
+    assert additive.dtype == np.float32
+    np.testing.assert_array_equal(additive, [[0, -np.inf, -np.inf], [0, 0, -np.inf], [0, 0, 0]])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            F.causal_mask(bad)
+
+
+def test_apply_causal_mask_then_softmax_zeroes_the_future():
+    scores = tl.Tensor(np.random.default_rng(3).normal(size=(2, 4, 4)))
+    masked = F.apply_causal_mask(scores)
+    assert np.all(np.isneginf(masked.data[:, [0, 0, 0, 1, 1, 2], [1, 2, 3, 2, 3, 3]]))
+    probs = F.softmax(masked).data
+    np.testing.assert_array_equal(np.triu(probs[0], 1), 0)
+    np.testing.assert_allclose(probs.sum(-1), 1.0)
+    np.testing.assert_allclose(probs[:, 0, 0], 1.0)
+
+
+def test_causal_softmax_values_by_hand():
+    scores = tl.tensor([[1.0, 5.0], [2.0, 4.0]], dtype=np.float64)
+    probs = F.causal_softmax(scores, scale=0.5).data
+    tail = np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum()
+    np.testing.assert_allclose(probs, [[1.0, 0.0], tail], rtol=1e-12)
+
+
+def test_causal_softmax_agrees_with_primitive_chain_and_gradcheck():
+    scores = random64(2, 3, 4, 4, scale=2.0)
+    assert_twins_agree(lambda s: F.causal_softmax(s, 0.5),
+                       lambda s: F.causal_softmax_reference(s, 0.5), scores)
+    assert gradcheck(lambda s: F.causal_softmax(s, 0.5), scores)
+    assert count_nodes(F.causal_softmax(scores, 0.5)) == 1
+
+
+def test_masks_reject_non_square_scores():
+    for fn in (F.apply_causal_mask, F.causal_softmax, F.causal_softmax_reference):
+        with pytest.raises(ValueError, match=r"\(2, 3\)"):
+            fn(tl.zeros(2, 3))
+        with pytest.raises(ValueError, match="square"):
+            fn(tl.zeros(4))
+
+
+# --------------------------------------------------------------------------------- layer norm
+def test_layer_norm_by_hand():
+    x = tl.tensor([[1.0, 2.0, 3.0, 4.0]])
+    weight = tl.tensor([1.0, 2.0, 0.5, -1.0])
+    bias = tl.tensor([0.0, 1.0, 0.0, 0.5])
+    std = math.sqrt(1.25 + 1e-5)  # mean 2.5, biased variance (2.25+0.25+0.25+2.25)/4
+    normalized = np.array([-1.5, -0.5, 0.5, 1.5]) / std
+    np.testing.assert_allclose(F.layer_norm(x).data, [normalized], rtol=1e-6)
+    np.testing.assert_allclose(F.layer_norm(x, weight, bias).data,
+                               [normalized * weight.data + bias.data], rtol=1e-6)
+
+
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+def test_fused_layer_norm_agrees_with_primitive_chain_and_gradcheck(affine):
+    x = random64(2, 3, 5, scale=2.0)
+    weight = random64(5, seed=1) if affine in ("both", "weight") else None
+    bias = random64(5, seed=2) if affine in ("both", "bias") else None
+    params = [t for t in (weight, bias) if t is not None]
+
+    def run(fn):
+        def call(x, *affine_params):
+            items = iter(affine_params)
+            w = next(items) if weight is not None else None
+            b = next(items) if bias is not None else None
+            return fn(x, w, b, eps=1e-5)
+        return call
+
+    assert_twins_agree(run(F.layer_norm), run(F.layer_norm_reference), x, *params)
+    assert gradcheck(run(F.layer_norm), x, *params)
+    assert count_nodes(run(F.layer_norm)(x, *params)) == 1
+
+
+def test_layer_norm_rejects_bad_arguments():
+    x = tl.zeros(2, 4)
+    with pytest.raises(ValueError, match="eps"):
+        F.layer_norm(x, eps=0.0)
+    with pytest.raises(ValueError, match="eps"):
+        F.layer_norm(x, eps=-1e-5)
+    with pytest.raises(ValueError, match=r"weight of shape \(3,\)"):
+        F.layer_norm(x, tl.ones(3))
+    with pytest.raises(TypeError, match="floating"):
+        F.layer_norm(tl.tensor([[1, 2]]))
+
+
+# --------------------------------------------------------------------------------- embedding
+def test_embedding_gathers_rows_and_accumulates_repeated_ids():
+    weight = tl.Tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    ids = np.array([[3, 1, 3], [3, 0, 1]])
+    out = F.embedding(weight, ids)
+    np.testing.assert_array_equal(out.data, weight.data[ids])
+    out.sum().backward()
+    np.testing.assert_array_equal(weight.grad, [[1] * 3, [2] * 3, [0] * 3, [3] * 3])
+
+
+def test_fused_embedding_agrees_with_onehot_matmul_and_gradcheck():
+    weight = random64(5, 3)
+    ids = np.array([[4, 0, 4, 2], [1, 1, 1, 3]])
+    assert_twins_agree(lambda w: F.embedding(w, ids), lambda w: F.embedding_reference(w, ids),
+                       weight)
+    assert gradcheck(lambda w: F.embedding(w, ids), weight)
+
+
+@pytest.mark.parametrize("ids, error, message", [
+    ([0, 5], IndexError, "token id 5"),
+    ([[0, 1], [2, -3]], IndexError, "token id -3"),
+    ([0.0, 1.0], TypeError, "integer"),
+    (tl.tensor([0.0, 1.0], requires_grad=True), TypeError, "require grad"),
+    (tl.tensor([0.0, 1.0]), TypeError, "integer"),
+    ([[0, 1], [2]], TypeError, "integer"),
+])
+def test_embedding_rejects_bad_ids(ids, error, message):
+    with pytest.raises(error, match=message):
+        F.embedding(tl.zeros(5, 2), ids)
+
+
+# --------------------------------------------------------------------------------- dropout
+def test_functional_dropout_agrees_with_primitive_twin_given_the_same_draws():
+    x = random64(4, 6)
+    assert_twins_agree(lambda t: F.dropout(t, 0.3, Rng(5)),
+                       lambda t: F.dropout_reference(t, 0.3, Rng(5)), x)
+    assert gradcheck(lambda t: F.dropout(t, 0.3, Rng(5)), x)
+
+
+def test_functional_dropout_identity_cases_draw_nothing():
+    x = tl.ones(3, 3)
+    rng = Rng(9)
+    assert F.dropout(x, 0.5, rng, training=False) is x
+    assert F.dropout(x, 0.0, rng) is x
+    assert rng.state == 9
+
+
+@pytest.mark.parametrize("p", [1.0, -0.1, 1.5, float("nan"), True, "0.5"])
+def test_functional_dropout_rejects_bad_probability(p):
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        F.dropout(tl.ones(2), p)
+
+
+# --------------------------------------------------------------------------------- PyTorch
+def test_matches_torch_layer_norm_cross_entropy_and_gelu():
+    torch = pytest.importorskip("torch")
+    data = np.random.default_rng(4)
+    x_np = data.normal(size=(2, 3, 6)) * 3
+    w_np, b_np = data.normal(size=6), data.normal(size=6)
+    targets = np.array([[0, 5, 2], [1, 3, 4]])
+    upstream = data.normal(size=(2, 3, 6))
+
+    # layer norm, value and gradients
+    x, w, b = (tl.Tensor(a.copy(), requires_grad=True) for a in (x_np, w_np, b_np))
+    out = F.layer_norm(x, w, b, eps=1e-5)
+    out.backward(upstream)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
+    t_out = torch.nn.functional.layer_norm(tx, (6,), tw, tb, eps=1e-5)
+    t_out.backward(torch.tensor(upstream))
+    np.testing.assert_allclose(out.data, t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+    for ours, theirs in ((x, tx), (w, tw), (b, tb)):
+        np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+    # cross-entropy
+    logits = tl.Tensor(x_np.copy(), requires_grad=True)
+    loss = F.cross_entropy(logits, targets)
+    loss.backward()
+    t_logits = torch.tensor(x_np, requires_grad=True)
+    t_loss = torch.nn.functional.cross_entropy(t_logits.reshape(-1, 6),
+                                               torch.tensor(targets.reshape(-1)))
+    t_loss.backward()
+    assert loss.item() == pytest.approx(t_loss.item(), rel=1e-12)
+    np.testing.assert_allclose(logits.grad, t_logits.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+    # gelu, both forms
+    for approximate in ("none", "tanh"):
+        g = tl.Tensor(x_np.copy(), requires_grad=True)
+        F.gelu(g, approximate).backward(upstream)
+        tg = torch.tensor(x_np, requires_grad=True)
+        torch.nn.functional.gelu(tg, approximate=approximate).backward(torch.tensor(upstream))
+        np.testing.assert_allclose(F.gelu(tl.Tensor(x_np), approximate).data,
+                                   torch.nn.functional.gelu(torch.tensor(x_np),
+                                                            approximate=approximate).numpy(),
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g.grad, tg.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -1,0 +1,326 @@
+"""Tests for tensorlib.nn.module: Parameter, Module registration rules, traversal, modes,
+gradients and state dictionaries, ModuleList."""
+
+import numpy as np
+import pytest
+
+import tensorlib as tl
+from tensorlib.nn import Module, ModuleList, Parameter, StateDictError
+
+
+class Affine(Module):
+    """A tiny layer: y = x * scale + shift."""
+
+    def __init__(self, width=3, start=0.0):
+        super().__init__()
+        self.scale = Parameter(np.full(width, start + 1.0, dtype=np.float32))
+        self.shift = Parameter(np.full(width, start, dtype=np.float32))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class Pair(Module):
+    def __init__(self):
+        super().__init__()
+        self.gain = Parameter(np.ones(1, dtype=np.float32))
+        self.first = Affine(3, 1.0)
+        self.second = Affine(3, 2.0)
+
+    def forward(self, x):
+        return self.second(self.first(x)) * self.gain
+
+
+# --------------------------------------------------------------------------------- Parameter
+def test_parameter_is_a_trainable_leaf_tensor():
+    p = Parameter([1.0, 2.0])
+    assert isinstance(p, tl.Tensor) and p.is_leaf and p.requires_grad and p.trainable
+    assert p.dtype == np.float32
+    frozen = Parameter(np.zeros(2), trainable=False)
+    assert not frozen.requires_grad and not frozen.trainable
+
+
+def test_parameter_rejects_integer_data():
+    with pytest.raises(TypeError, match="floating"):
+        Parameter(np.arange(3))
+
+
+def test_frozen_parameter_gets_no_gradient():
+    layer = Affine()
+    layer.shift.trainable = False
+    layer(tl.ones(3)).sum().backward()
+    assert layer.scale.grad is not None and layer.shift.grad is None
+    assert layer.trainable_parameters() == [layer.scale]
+    assert layer.parameters(include_frozen=False) == [layer.scale]
+    assert layer.parameters() == [layer.scale, layer.shift]
+
+
+# --------------------------------------------------------------------------------- registration
+def test_attribute_assignment_and_explicit_registration():
+    module = Module()
+    module.register_parameter("w", Parameter(np.ones(2)))
+    module.b = Parameter(np.zeros(2))
+    module.register_module("child", Affine())
+    module.other = Affine()
+    module.note = "plain attributes stay plain"
+    assert [n for n, _ in module.named_parameters()] == [
+        "w", "b", "child.scale", "child.shift", "other.scale", "other.shift"]
+    assert list(dict(module.named_children())) == ["child", "other"]
+    assert module.note == "plain attributes stay plain"
+    assert module.w is module._parameters["w"]
+
+
+def test_calling_a_module_runs_forward():
+    layer = Affine(2, 1.0)  # scale 2, shift 1
+    np.testing.assert_array_equal(layer(tl.tensor([1.0, 3.0])).data, [3.0, 7.0])
+    with pytest.raises(NotImplementedError, match="forward"):
+        Module()(tl.ones(1))
+
+
+@pytest.mark.parametrize("first, second", [("p", "p"), ("p", "m"), ("m", "p"), ("m", "m")])
+def test_duplicate_names_are_rejected_across_parameters_and_children(first, second):
+    module = Module()
+    make = {"p": lambda: Parameter(np.ones(1)), "m": lambda: Affine()}
+    register = {"p": module.register_parameter, "m": module.register_module}
+    register[first]("x", make[first]())
+    before = (dict(module._parameters), dict(module._modules))
+    with pytest.raises(KeyError, match="'x'"):
+        register[second]("x", make[second]())
+    assert (module._parameters, module._modules) == before
+
+
+def test_the_same_parameter_cannot_be_registered_twice():
+    shared = Parameter(np.ones(2))
+    module = Module()
+    module.a = shared
+    with pytest.raises(ValueError, match="already registered as 'a'"):
+        module.b = shared
+    assert list(module._parameters) == ["a"]
+    # ... nor once in a child and again in the parent, in either order
+    child = Module()
+    child.w = shared
+    with pytest.raises(ValueError, match="child.w"):
+        module.child = child
+    parent = Module()
+    inner = Module()
+    inner.w = shared
+    parent.inner = inner
+    with pytest.raises(ValueError, match="inner.w"):
+        parent.w = shared
+
+
+def test_the_same_child_cannot_be_registered_twice():
+    child = Affine()
+    parent = Module()
+    parent.a = child
+    with pytest.raises(ValueError, match="already registered"):
+        parent.b = child
+    with pytest.raises(ValueError, match="already registered"):
+        Module().c = child  # nor in a second parent
+    assert list(parent._modules) == ["a"]
+
+
+def test_a_module_cannot_contain_itself():
+    module = Module()
+    with pytest.raises(ValueError, match="inside itself"):
+        module.me = module
+    assert not module._modules
+
+
+def test_direct_and_indirect_cycles_are_rejected():
+    a, b = Module(), Module()
+    a.b = b
+    with pytest.raises(ValueError, match="cycle"):
+        b.a = a  # direct: a -> b -> a
+    x, y, z = Module(), Module(), Module()
+    y.z = z
+    x.y = y
+    with pytest.raises(ValueError, match="cycle"):
+        z.x = x  # indirect: x -> y -> z -> x
+    assert not z._modules and not b._modules
+
+
+def test_registering_into_an_attached_module_is_rejected():
+    parent, child = Module(), Module()
+    parent.child = child
+    with pytest.raises(RuntimeError, match="already a child"):
+        child.late = Parameter(np.ones(1))
+
+
+@pytest.mark.parametrize("name, error", [("a.b", ValueError), ("", ValueError),
+                                         (3, TypeError), (None, TypeError)])
+def test_bad_names_are_rejected(name, error):
+    module = Module()
+    with pytest.raises(error):
+        module.register_parameter(name, Parameter(np.ones(1)))
+    with pytest.raises(error):
+        module.register_module(name, Module())
+    assert not module._parameters and not module._modules
+
+
+def test_names_that_shadow_attributes_are_rejected():
+    module = Module()
+    with pytest.raises(KeyError, match="forward"):
+        module.register_parameter("forward", Parameter(np.ones(1)))
+    with pytest.raises(KeyError, match="training"):
+        module.register_module("training", Module())
+
+
+def test_wrong_member_types_are_rejected():
+    module = Module()
+    with pytest.raises(TypeError, match="expected a Parameter"):
+        module.register_parameter("w", tl.ones(2, requires_grad=True))
+    with pytest.raises(TypeError, match="expected a Module"):
+        module.register_module("m", object())
+    module.w = Parameter(np.ones(1))
+    with pytest.raises(TypeError, match="cannot replace"):
+        module.w = np.zeros(1)
+
+
+def test_registration_requires_super_init():
+    class Forgetful(Module):
+        def __init__(self):
+            self.w = Parameter(np.ones(1))
+
+    with pytest.raises(RuntimeError, match="super"):
+        Forgetful()
+
+
+def test_unknown_attributes_raise_attribute_error():
+    module = Pair()
+    with pytest.raises(AttributeError, match="nothing_here"):
+        _ = module.nothing_here
+    assert not hasattr(module, "scale")  # a child's parameter is not the parent's attribute
+    with pytest.raises(AttributeError):
+        del module.gain
+
+
+# --------------------------------------------------------------------------------- traversal
+def test_parameter_order_and_dotted_names_are_stable():
+    model = Pair()
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["gain", "first.scale", "first.shift", "second.scale", "second.shift"]
+    assert [id(p) for p in model.parameters()] == [id(p) for p in model.parameters()]
+    assert model.parameters()[1] is model.first.scale
+    assert isinstance(model.parameters(), list)
+    assert model.num_parameters() == 1 + 4 * 3
+
+
+def test_named_modules_children_and_get_submodule():
+    model = Pair()
+    assert [n for n, _ in model.named_modules()] == ["", "first", "second"]
+    assert model.children() == [model.first, model.second]
+    assert model.modules()[0] is model
+    assert model.get_submodule("second") is model.second
+    with pytest.raises(KeyError, match="third"):
+        model.get_submodule("third")
+
+
+# --------------------------------------------------------------------------------- ModuleList
+def test_module_list_registers_items_by_index():
+    blocks = ModuleList([Affine(), Affine()])
+    blocks.append(Affine(2))
+    assert len(blocks) == 3
+    assert [n for n, _ in blocks.named_children()] == ["0", "1", "2"]
+    assert blocks[-1].scale.shape == (2,)
+    assert list(blocks) == [blocks[0], blocks[1], blocks[2]]
+    assert blocks[0:2] == [blocks[0], blocks[1]]
+    with pytest.raises(IndexError, match="out of range"):
+        blocks[3]
+    model = Module()
+    model.blocks = blocks
+    assert [n for n, _ in model.named_parameters()][:3] == [
+        "blocks.0.scale", "blocks.0.shift", "blocks.1.scale"]
+    with pytest.raises(ValueError, match="already registered"):
+        ModuleList([blocks[0]])
+
+
+def test_module_list_rejects_the_same_item_twice():
+    item = Affine()
+    with pytest.raises(ValueError, match="already registered"):
+        ModuleList([item, item])
+
+
+# --------------------------------------------------------------------------------- modes, grads
+def test_train_and_eval_propagate_to_every_descendant():
+    model = Module()
+    model.blocks = ModuleList([Pair(), Pair()])
+    assert all(m.training for m in model.modules())
+    assert model.eval() is model
+    assert not any(m.training for m in model.modules())
+    model.train()
+    assert all(m.training for m in model.modules())
+    model.blocks[1].eval()  # a subtree only
+    assert model.training and model.blocks[0].training and not model.blocks[1].first.training
+
+
+def test_zero_grad_clears_every_gradient():
+    model = Pair()
+    model(tl.ones(3)).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    model.zero_grad()
+    assert all(p.grad is None for p in model.parameters())
+
+
+# --------------------------------------------------------------------------------- state
+def test_state_dict_holds_copies_in_parameter_order():
+    model = Pair()
+    state = model.state_dict()
+    assert list(state) == [n for n, _ in model.named_parameters()]
+    state["first.scale"][:] = 100.0
+    assert np.all(model.first.scale.data == 2.0)
+    with tl.no_grad():
+        model.first.scale.fill_(7.0)
+    assert np.all(state["first.scale"] == 100.0)
+
+
+def test_load_state_dict_round_trip():
+    source, target = Pair(), Pair()
+    with tl.no_grad():
+        for i, p in enumerate(source.parameters()):
+            p.fill_(float(i + 10))
+    result = target.load_state_dict(source.state_dict())
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    for (name, a), b in zip(source.named_parameters(), target.parameters(), strict=True):
+        np.testing.assert_array_equal(a.data, b.data, err_msg=name)
+        assert b.dtype == np.float32
+
+
+def test_load_state_dict_reports_every_problem_at_once_and_changes_nothing():
+    model = Pair()
+    before = model.state_dict()
+    versions = [p.version for p in model.parameters()]
+    state = model.state_dict()
+    state["gain"] = np.full(1, 5.0)  # a valid entry that must not be applied
+    del state["first.shift"]
+    del state["second.scale"]
+    state["first.extra"] = np.zeros(3)
+    state["bogus"] = np.zeros(1)
+    state["second.shift"] = np.zeros(4)  # wrong shape
+    with pytest.raises(StateDictError) as info:
+        model.load_state_dict(state)
+    message = str(info.value)
+    for fragment in ("missing key 'first.shift'", "missing key 'second.scale'",
+                     "unexpected key 'first.extra'", "unexpected key 'bogus'",
+                     "'second.shift': shape (4,)"):
+        assert fragment in message
+    assert isinstance(info.value, ValueError)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+    assert [p.version for p in model.parameters()] == versions
+
+
+def test_load_state_dict_non_strict_returns_missing_and_unexpected():
+    model = Pair()
+    state = {"gain": np.full(1, 3.0), "stray": np.zeros(2)}
+    result = model.load_state_dict(state, strict=False)
+    assert model.gain.data[0] == 3.0
+    assert result.unexpected_keys == ["stray"]
+    assert "first.scale" in result.missing_keys and len(result.missing_keys) == 4
+    with pytest.raises(StateDictError, match="'gain': shape"):
+        model.load_state_dict({"gain": np.zeros(2)}, strict=False)  # shapes always checked
+
+
+def test_load_state_dict_rejects_non_dicts():
+    with pytest.raises(TypeError, match="dict"):
+        Pair().load_state_dict([("gain", np.ones(1))])

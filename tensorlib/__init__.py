@@ -4,6 +4,7 @@ The scalar engine lives in :mod:`tensorlib.scalar`; everything else works on
 :class:`Tensor`. Layers, losses and models are in :mod:`tensorlib.nn`.
 """
 
+from tensorlib import nn, optim
 from tensorlib.autograd import (
     Context,
     Function,
@@ -14,6 +15,7 @@ from tensorlib.autograd import (
     unbroadcast,
 )
 from tensorlib.gradcheck import GradcheckError, gradcheck
+from tensorlib.nn.rng import manual_seed
 from tensorlib.tensor import (
     Tensor,
     arange,
@@ -40,6 +42,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
     "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck", "int32",
-    "int64", "is_grad_enabled", "maximum", "no_grad", "ones", "ones_like", "split", "stack",
-    "tensor", "unbroadcast", "where", "zeros", "zeros_like",
+    "int64", "is_grad_enabled", "manual_seed", "maximum", "nn", "no_grad", "ones", "ones_like",
+    "optim", "split", "stack", "tensor", "unbroadcast", "where", "zeros", "zeros_like",
 ]

@@ -33,18 +33,28 @@ class MatMul(Function):
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_matmul_shapes(a, b)
         ctx.save_for_backward(a, b)
+        if a.ndim > 2 and b.ndim == 2:
+            # (..., K) @ (K, N) as one (M, K) @ (K, N) product: one BLAS call, not one per batch.
+            return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
         return array_module(a).matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
         xp = array_module(a)
+        if a.ndim > 2 and b.ndim == 2:
+            # A shared weight: fold the batch axes into rows so each gradient is one GEMM.
+            rows_a = a.reshape(-1, a.shape[-1])  # (M, K)
+            rows_grad = grad.reshape(-1, grad.shape[-1])  # (M, N)
+            grad_a = (rows_grad @ b.T).reshape(a.shape) if ctx.needs_input_grad[0] else None
+            grad_b = rows_a.T @ rows_grad if ctx.needs_input_grad[1] else None
+            return grad_a, grad_b
         a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
         b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
+        if b.ndim == 1:  # first, so that vec @ vec's 0-d grad becomes (1,) then (1, 1)
+            grad = xp.expand_dims(grad, -1)
         if a.ndim == 1:
             grad = xp.expand_dims(grad, -2)
-        if b.ndim == 1:
-            grad = xp.expand_dims(grad, -1)
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), a2.shape)

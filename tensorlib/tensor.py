@@ -520,9 +520,9 @@ def _resolve_shape(new_shape: tuple[int, ...], old_shape: tuple[int, ...]) -> tu
 def _axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be an integer, got {axis!r}")
-    if not -max(ndim, 1) <= axis < max(ndim, 1):
+    if not -ndim <= axis < ndim:
         raise IndexError(f"axis {axis} is out of range for a tensor with {ndim} axes")
-    return int(axis) % max(ndim, 1)
+    return int(axis) % ndim
 
 
 def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[int, ...] | None:
@@ -680,7 +680,11 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
         a_tensor, b_tensor = _pair(a_tensor, b)
     else:
         a_tensor, b_tensor = _pair(a, b)
-    shape = np.broadcast_shapes(a_tensor.shape, b_tensor.shape)
+    try:
+        shape = np.broadcast_shapes(a_tensor.shape, b_tensor.shape)
+    except ValueError:
+        raise ValueError(f"where: shapes {a_tensor.shape} and {b_tensor.shape} cannot be "
+                         "broadcast together") from None
     mask = _bool_mask(condition, shape, "where")
     return ops.Where.apply(a_tensor, b_tensor, condition=mask)
 

@@ -1,0 +1,382 @@
+"""Gradcheck of every differentiable op in float64, on broadcast and non-contiguous inputs.
+
+Each case is ``(fn, input specs, numpy reference)``. An input spec is ``(shape, domain)``;
+the domain keeps inputs away from the points where an op is not differentiable (the kinks
+of abs/relu, ties of max/maximum) or not defined (log and sqrt of non-positive numbers).
+Every case runs twice: on C-contiguous arrays and on non-contiguous views (a transposed or
+strided slice of a larger buffer) passed straight in as the tensor's data.
+"""
+
+import numpy as np
+import pytest
+from scipy import special
+
+import tensorlib as tl
+from tensorlib import GradcheckError, Tensor, gradcheck
+
+# --------------------------------------------------------------------------- input data
+
+
+def _values(shape, domain, rng):
+    """Float64 values of ``shape`` drawn from a domain that avoids non-smooth points."""
+    size = int(np.prod(shape))
+    if domain == "any":
+        return rng.uniform(-2.0, 2.0, size=shape)
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, size=shape)
+    if domain == "nonzero":  # |x| >= 0.3: away from the kink of abs and relu
+        return rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.3, 2.0, size=shape)
+    if domain == "distinct":  # all values distinct, at least 0.1 apart: no max ties
+        return ((rng.permutation(size) - size / 2) * 0.1 + 0.01).reshape(shape)
+    if domain == "grid":  # multiples of 0.1 (compared against "offgrid": never equal)
+        return rng.integers(-20, 20, size=shape) * 0.1
+    if domain == "offgrid":  # multiples of 0.1 shifted by 0.05
+        return rng.integers(-20, 20, size=shape) * 0.1 + 0.05
+    raise ValueError(domain)
+
+
+def _non_contiguous(values, position):
+    """The same values in a non-contiguous float64 view (transposed or strided slice)."""
+    if values.ndim >= 2 and values.shape[-1] > 1 and values.shape[-2] > 1 and position % 2 == 0:
+        buffer = np.ascontiguousarray(np.swapaxes(values, -1, -2))
+        view = np.swapaxes(buffer, -1, -2)
+    else:
+        buffer = np.zeros(values.shape[:-1] + (2 * values.shape[-1],))
+        view = buffer[..., ::2]
+        view[...] = values
+    np.testing.assert_array_equal(view, values)
+    return view
+
+
+def _inputs(specs, layout, seed=0):
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for position, (shape, domain) in enumerate(specs):
+        values = _values(shape, domain, rng)
+        if layout == "non-contiguous" and values.size > 1:
+            values = _non_contiguous(values, position)
+            assert not values.flags.c_contiguous
+        arrays.append(values)
+    return arrays
+
+
+# --------------------------------------------------------------------------- the cases
+# A reference of SAME means "the fn itself works on numpy arrays".
+SAME = object()
+A, P, NZ, D = "any", "positive", "nonzero", "distinct"
+M = np.array([[True, False, False, True], [False, False, True, False], [True, True, False, False]])
+M_ROW = np.array([False, True, False, True])
+
+
+def _erf_gelu(x):
+    return 0.5 * x * (1.0 + special.erf(x / np.sqrt(2.0)))
+
+
+def _tanh_gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _logsumexp(x, axis, keepdims):
+    return special.logsumexp(x, axis=axis, keepdims=keepdims)
+
+
+CASES = {
+    # ---- binary arithmetic: same shapes, broadcast shapes, Python-scalar operands
+    "add": (lambda a, b: a + b, [((3, 4), A), ((3, 4), A)], SAME),
+    "add-broadcast": (lambda a, b: a + b, [((2, 3, 1), A), ((3, 4), A)], SAME),
+    "add-broadcast-ones": (lambda a, b: a + b, [((1, 4), A), ((3, 1), A)], SAME),
+    "add-scalar": (lambda a: 1.5 + a + 2, [((3, 4), A)], SAME),
+    "sub": (lambda a, b: a - b, [((3, 4), A), ((3, 4), A)], SAME),
+    "sub-broadcast": (lambda a, b: a - b, [((4,), A), ((2, 3, 4), A)], SAME),
+    "sub-scalar": (lambda a: 2.0 - a - 0.5, [((3, 4), A)], SAME),
+    "mul": (lambda a, b: a * b, [((3, 4), A), ((3, 4), A)], SAME),
+    "mul-broadcast": (lambda a, b: a * b, [((3, 1), A), ((2, 1, 4), A)], SAME),
+    "mul-self": (lambda a: a * a, [((3, 4), A)], SAME),
+    "mul-scalar": (lambda a: 3 * a * -0.5, [((3, 4), A)], SAME),
+    "div": (lambda a, b: a / b, [((3, 4), A), ((3, 4), P)], SAME),
+    "div-broadcast": (lambda a, b: a / b, [((2, 3, 4), A), ((3, 1), P)], SAME),
+    "div-scalar": (lambda a: 2.0 / a + a / 4, [((3, 4), P)], SAME),
+    "pow-scalar-2": (lambda a: a**2, [((3, 4), A)], SAME),
+    "pow-scalar-3": (lambda a: a**3, [((3, 4), A)], SAME),
+    "pow-scalar-half": (lambda a: a**0.5, [((3, 4), P)], SAME),
+    "pow-scalar-negative": (lambda a: a**-1.5, [((3, 4), P)], SAME),
+    "pow-tensor": (lambda a, b: a**b, [((3, 4), P), ((3, 4), A)], SAME),
+    "pow-tensor-broadcast": (lambda a, b: a**b, [((2, 3, 4), P), ((4,), A)], SAME),
+    "pow-scalar-base": (lambda b: 2.0**b, [((3, 4), A)], SAME),
+    "neg": (lambda a: -a, [((3, 4), A)], SAME),
+    "neg-broadcast": (lambda a: -a.expand(2, 3, 4), [((3, 1), A)], None),
+    "pos-chain": (lambda a: +(a * 2.0), [((3, 4), A)], SAME),
+    # ---- matmul: 2-D, batched, broadcast batch axes, and the 1-D cases
+    "matmul": (lambda a, b: a @ b, [((3, 4), A), ((4, 5), A)], SAME),
+    "matmul-batched": (lambda a, b: a @ b, [((2, 3, 4), A), ((2, 4, 5), A)], SAME),
+    "matmul-batched-by-matrix": (lambda a, b: a @ b, [((2, 3, 4), A), ((4, 2), A)], SAME),
+    "matmul-matrix-by-batched": (lambda a, b: a @ b, [((3, 4), A), ((2, 4, 2), A)], SAME),
+    "matmul-broadcast-batch": (lambda a, b: a @ b, [((2, 1, 3, 4), A), ((3, 4, 2), A)], SAME),
+    "matmul-vec-mat": (lambda a, b: a @ b, [((4,), A), ((4, 3), A)], SAME),
+    "matmul-mat-vec": (lambda a, b: a @ b, [((3, 4), A), ((4,), A)], SAME),
+    "matmul-vec-vec": (lambda a, b: a @ b, [((4,), A), ((4,), A)], SAME),
+    "matmul-batched-vec": (lambda a, b: a @ b, [((2, 3, 4), A), ((4,), A)], SAME),
+    "matmul-vec-batched": (lambda a, b: a @ b, [((4,), A), ((2, 4, 3), A)], SAME),
+    "matmul-shared-operand": (lambda a: a @ a, [((3, 3), A)], SAME),
+    # ---- unary elementwise, plain and on a broadcast (expanded) input
+    "exp": (lambda a: a.exp(), [((3, 4), A)], np.exp),
+    "log": (lambda a: a.log(), [((3, 4), P)], np.log),
+    "sqrt": (lambda a: a.sqrt(), [((3, 4), P)], np.sqrt),
+    "abs": (lambda a: a.abs(), [((3, 4), NZ)], np.abs),
+    "tanh": (lambda a: a.tanh(), [((3, 4), A)], np.tanh),
+    "sigmoid": (lambda a: a.sigmoid(), [((3, 4), A)], special.expit),
+    "relu": (lambda a: a.relu(), [((3, 4), NZ)], lambda a: np.maximum(a, 0)),
+    "gelu": (lambda a: a.gelu(), [((3, 4), A)], _erf_gelu),
+    "gelu-tanh": (lambda a: a.gelu(approximate="tanh"), [((3, 4), A)], _tanh_gelu),
+    "exp-broadcast": (lambda a: a.expand(2, 3, 4).exp(), [((3, 1), A)], None),
+    "log-broadcast": (lambda a: a.expand(2, 3, 4).log(), [((3, 1), P)], None),
+    "sqrt-broadcast": (lambda a: a.expand(2, 3, 4).sqrt(), [((1, 4), P)], None),
+    "abs-broadcast": (lambda a: a.expand(2, 3, 4).abs(), [((3, 1), NZ)], None),
+    "tanh-broadcast": (lambda a: a.expand(2, 3, 4).tanh(), [((3, 1), A)], None),
+    "sigmoid-broadcast": (lambda a: a.expand(2, 3, 4).sigmoid(), [((1, 4), A)], None),
+    "relu-broadcast": (lambda a: a.expand(2, 3, 4).relu(), [((3, 1), NZ)], None),
+    "gelu-broadcast": (lambda a: a.expand(2, 3, 4).gelu(), [((3, 1), A)], None),
+    "gelu-tanh-broadcast": (lambda a: a.expand(2, 3, 4).gelu(approximate="tanh"),
+                            [((1, 4), A)], None),
+    # ---- maximum (grid vs offgrid values never tie)
+    "maximum": (lambda a, b: tl.maximum(a, b), [((3, 4), "grid"), ((3, 4), "offgrid")],
+                np.maximum),
+    "maximum-broadcast": (lambda a, b: a.maximum(b), [((3, 4), "grid"), ((4,), "offgrid")],
+                          np.maximum),
+    "maximum-broadcast-both": (lambda a, b: tl.maximum(a, b),
+                               [((3, 1), "offgrid"), ((2, 1, 4), "grid")], np.maximum),
+    "maximum-scalar": (lambda a: tl.maximum(a, 0.05), [((3, 4), "grid")],
+                       lambda a: np.maximum(a, 0.05)),
+    # ---- logsumexp, softmax, log_softmax
+    "logsumexp-all": (lambda a: a.logsumexp(), [((2, 3, 4), A)],
+                      lambda a: _logsumexp(a, None, False)),
+    "logsumexp-axis": (lambda a: a.logsumexp(axis=-1), [((2, 3, 4), A)],
+                       lambda a: _logsumexp(a, -1, False)),
+    "logsumexp-tuple-keepdims": (lambda a: a.logsumexp(axis=(0, 2), keepdims=True),
+                                 [((2, 3, 4), A)], lambda a: _logsumexp(a, (0, 2), True)),
+    "logsumexp-broadcast": (lambda a: a.expand(2, 3, 4).logsumexp(axis=1), [((3, 1), A)],
+                            None),
+    "softmax-last": (lambda a: a.softmax(), [((2, 3, 4), A)], lambda a: _softmax(a, -1)),
+    "softmax-axis0": (lambda a: a.softmax(axis=0), [((2, 3, 4), A)], lambda a: _softmax(a, 0)),
+    "softmax-axis1": (lambda a: a.softmax(axis=1), [((2, 3, 4), A)], lambda a: _softmax(a, 1)),
+    "softmax-broadcast": (lambda a: a.expand(2, 3, 4).softmax(axis=1), [((3, 1), A)], None),
+    "log-softmax-last": (lambda a: a.log_softmax(), [((2, 3, 4), A)],
+                         lambda a: np.log(_softmax(a, -1))),
+    "log-softmax-axis0": (lambda a: a.log_softmax(axis=0), [((2, 3, 4), A)],
+                          lambda a: np.log(_softmax(a, 0))),
+    "log-softmax-broadcast": (lambda a: a.expand(2, 3, 4).log_softmax(axis=-1),
+                              [((1, 4), A)], None),
+    # ---- shape ops
+    "reshape": (lambda a: a.reshape(6, 4), [((2, 3, 4), A)], lambda a: a.reshape(6, 4)),
+    "reshape-infer": (lambda a: a.reshape((4, -1, 2)), [((2, 3, 4), A)],
+                      lambda a: a.reshape(4, 3, 2)),
+    "reshape-flatten": (lambda a: a.flatten(), [((2, 3, 4), A)], lambda a: a.reshape(-1)),
+    "reshape-broadcast": (lambda a: a.expand(2, 3, 4).reshape(4, 6), [((3, 1), A)], None),
+    "transpose-default": (lambda a: a.transpose(), [((2, 3, 4), A)],
+                          lambda a: np.swapaxes(a, -1, -2)),
+    "transpose-axes": (lambda a: a.transpose(0, 2), [((2, 3, 4), A)],
+                       lambda a: np.swapaxes(a, 0, 2)),
+    "transpose-T": (lambda a: a.T, [((2, 3, 4), A)], lambda a: a.T),
+    "permute": (lambda a: a.permute(2, 0, 1), [((2, 3, 4), A)],
+                lambda a: a.transpose(2, 0, 1)),
+    "permute-broadcast": (lambda a: a.expand(2, 3, 4).permute((1, 2, 0)), [((1, 4), A)],
+                          None),
+    "expand": (lambda a: a.expand(2, 3, 4), [((3, 1), A)],
+               lambda a: np.broadcast_to(a, (2, 3, 4))),
+    "expand-keep": (lambda a: a.expand(2, -1, 4), [((3, 1), A)],
+                    lambda a: np.broadcast_to(a, (2, 3, 4))),
+    "squeeze-axis": (lambda a: a.squeeze(1), [((3, 1, 4), A)], lambda a: a.squeeze(1)),
+    "squeeze-all": (lambda a: a.squeeze(), [((3, 1, 4, 1), A)], lambda a: a.squeeze()),
+    "unsqueeze-front": (lambda a: a.unsqueeze(0), [((3, 4), A)], lambda a: a[None]),
+    "unsqueeze-back": (lambda a: a.unsqueeze(-1), [((3, 4), A)], lambda a: a[..., None]),
+    # ---- indexing
+    "getitem-int": (lambda a: a[1], [((3, 4), A)], lambda a: a[1]),
+    "getitem-negative-int": (lambda a: a[-1, 2], [((3, 4), A)], lambda a: a[-1, 2]),
+    "getitem-slice": (lambda a: a[:, 1:3], [((3, 4), A)], lambda a: a[:, 1:3]),
+    "getitem-step": (lambda a: a[::-1, ::2], [((3, 4), A)], lambda a: a[::-1, ::2]),
+    "getitem-none": (lambda a: a[None, 1:, None], [((3, 4), A)], lambda a: a[None, 1:, None]),
+    "getitem-ellipsis": (lambda a: a[..., 0], [((2, 3, 4), A)], lambda a: a[..., 0]),
+    "getitem-ellipsis-none": (lambda a: a[1, ..., None], [((2, 3, 4), A)],
+                              lambda a: a[1, ..., None]),
+    "getitem-int-array": (lambda a: a[np.array([2, 0])], [((3, 4), A)],
+                          lambda a: a[np.array([2, 0])]),
+    "getitem-repeated": (lambda a: a[np.array([0, 2, 2, 0, 2])], [((3, 4), A)],
+                         lambda a: a[np.array([0, 2, 2, 0, 2])]),
+    "getitem-repeated-list": (lambda a: a[:, [1, 1, 3, 1]], [((3, 4), A)],
+                              lambda a: a[:, [1, 1, 3, 1]]),
+    "getitem-repeated-pairs": (lambda a: a[np.array([0, 1, 0]), np.array([2, 3, 2])],
+                               [((3, 4), A)], SAME),
+    "getitem-tensor-index": (lambda a: a[tl.tensor([[1, 1], [0, 2]])], [((3, 4), A)],
+                             lambda a: a[np.array([[1, 1], [0, 2]])]),
+    "getitem-bool-mask": (lambda a: a[M], [((3, 4), A)], lambda a: a[M]),
+    "getitem-broadcast": (lambda a: a.expand(2, 3, 4)[:, np.array([1, 1]), 1:], [((3, 1), A)],
+                          None),
+    # ---- joining and cutting
+    "concat-axis0": (lambda a, b: tl.concat([a, b]), [((2, 3), A), ((4, 3), A)],
+                     lambda a, b: np.concatenate([a, b])),
+    "concat-axis1-three": (lambda a, b, c: tl.concat([a, b, c], axis=1),
+                           [((2, 3), A), ((2, 1), A), ((2, 2), A)],
+                           lambda a, b, c: np.concatenate([a, b, c], axis=1)),
+    "concat-same-twice": (lambda a: tl.concat([a, a * 2.0], axis=-1), [((2, 3), A)],
+                          lambda a: np.concatenate([a, a * 2.0], axis=-1)),
+    "concat-broadcast": (lambda a, b: tl.concat([a.expand(2, 3), b]), [((1, 3), A), ((2, 3), A)],
+                         None),
+    "stack-axis0": (lambda a, b: tl.stack([a, b]), [((2, 3), A), ((2, 3), A)],
+                    lambda a, b: np.stack([a, b])),
+    "stack-last": (lambda a, b, c: tl.stack([a, b, c], axis=-1),
+                   [((2, 3), A), ((2, 3), A), ((2, 3), A)],
+                   lambda a, b, c: np.stack([a, b, c], axis=-1)),
+    "stack-broadcast": (lambda a, b: tl.stack([a.expand(2, 3), b], axis=1),
+                        [((3,), A), ((2, 3), A)], None),
+    "split-equal": (lambda a: tl.concat(list(a.split(2)[::-1]) + [a.split(2)[0] * 3.0]),
+                    [((5, 3), A)], None),
+    "split-sizes-skip-one": (lambda a: tl.concat([p * (i + 1.0) for i, p in
+                                                  enumerate(tl.split(a, [1, 2, 1], axis=1))
+                                                  if i != 1], axis=1),
+                             [((3, 4), A)], None),
+    "split-broadcast": (lambda a: tl.split(a.expand(2, 4), [3, 1], axis=1)[0], [((4,), A)],
+                        None),
+    "where": (lambda a, b: tl.where(M, a, b), [((3, 4), A), ((3, 4), A)],
+              lambda a, b: np.where(M, a, b)),
+    "where-broadcast": (lambda a, b: tl.where(M_ROW, a, b), [((3, 1), A), ((2, 1, 4), A)],
+                        lambda a, b: np.where(M_ROW, a, b)),
+    "where-scalar-other": (lambda a: a.where(tl.tensor(M), 0.5), [((3, 4), A)],
+                           lambda a: np.where(M, a, 0.5)),
+    "masked-fill": (lambda a: a.masked_fill(M, -3.0), [((3, 4), A)],
+                    lambda a: np.where(M, -3.0, a)),
+    "masked-fill-broadcast-mask": (lambda a: a.masked_fill(tl.tensor(M_ROW), 9.0),
+                                   [((2, 3, 4), A)], lambda a: np.where(M_ROW, 9.0, a)),
+    "masked-fill-broadcast-input": (lambda a: a.expand(3, 4).masked_fill(M, 0.0),
+                                    [((1, 4), A)], None),
+    # ---- a composite: softmax attention weights on a matmul, through a masked fill
+    "composite-attention": (lambda q, k, v: ((q @ k.transpose() * 0.5)
+                                             .masked_fill(np.triu(np.ones((3, 3), bool), 1),
+                                                          -1e9)
+                                             .softmax() @ v),
+                            [((2, 3, 4), A), ((2, 3, 4), A), ((2, 3, 2), A)], None),
+}
+
+# ---- reductions: every axis form, keepdims both ways
+AXES = [None, 1, -1, (0, 2)]
+for _axis in AXES:
+    for _keep in (False, True):
+        _tag = f"{_axis}-keepdims" if _keep else f"{_axis}"
+        CASES[f"sum-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.sum(axis=ax, keepdims=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.sum(axis=ax, keepdims=k))
+        CASES[f"mean-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.mean(axis=ax, keepdims=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.mean(axis=ax, keepdims=k))
+        CASES[f"max-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.max(axis=ax, keepdims=k), [((2, 3, 4), D)],
+            lambda a, ax=_axis, k=_keep: a.max(axis=ax, keepdims=k))
+        CASES[f"min-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.min(axis=ax, keepdims=k), [((2, 3, 4), D)],
+            lambda a, ax=_axis, k=_keep: a.min(axis=ax, keepdims=k))
+        CASES[f"var-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.var(axis=ax, keepdims=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.var(axis=ax, keepdims=k))
+        CASES[f"logsumexp-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.logsumexp(axis=ax, keepdims=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: _logsumexp(a, ax, k))
+    # reductions of a broadcast (expanded) input: copies tie in max, but max stays smooth in
+    # the original values because every copy moves together.
+for _axis in (None, 0, (1, 2)):
+    for _name in ("sum", "mean", "max", "var", "logsumexp"):
+        CASES[f"{_name}-{_axis}-broadcast"] = (
+            lambda a, ax=_axis, n=_name: getattr(a.expand(2, 3, 4), n)(axis=ax),
+            [((3, 4), D)], None)
+CASES["var-ddof1"] = (lambda a: a.var(axis=1, ddof=1), [((2, 3, 4), A)],
+                      lambda a: a.var(axis=1, ddof=1))
+CASES["var-ddof1-all-keepdims"] = (lambda a: a.var(ddof=1, keepdims=True), [((2, 3, 4), A)],
+                                   lambda a: a.var(ddof=1, keepdims=True))
+
+LAYOUTS = ["contiguous", "non-contiguous"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradcheck_and_forward_value(name, layout):
+    fn, specs, reference = CASES[name]
+    arrays = _inputs(specs, layout)
+    if layout == "non-contiguous":
+        assert any(not a.flags.c_contiguous for a in arrays)
+    if reference is not None:
+        expected = (fn if reference is SAME else reference)(*[a.copy() for a in arrays])
+        result = fn(*[Tensor(a) for a in arrays])
+        assert result.dtype == np.float64
+        assert result.shape == np.shape(expected)
+        np.testing.assert_allclose(result.data, expected, rtol=1e-12, atol=1e-12)
+    inputs = [Tensor(a, requires_grad=True) for a in arrays]
+    for t, a in zip(inputs, arrays, strict=True):
+        assert t.data is a  # the view itself is the tensor's data, not a contiguous copy
+    assert gradcheck(fn, *inputs)
+
+
+@pytest.mark.parametrize("name", ["add-broadcast", "matmul-batched-vec", "softmax-axis1",
+                                  "getitem-repeated", "max-(0, 2)", "gelu-tanh"])
+def test_float32_forward_and_gradient_dtypes(name):
+    fn, specs, _ = CASES[name]
+    arrays = _inputs(specs, "contiguous")
+    inputs = [Tensor(a.astype(np.float32), requires_grad=True) for a in arrays]
+    out = fn(*inputs)
+    assert out.dtype == np.float32
+    out.sum().backward()
+    for t in inputs:
+        assert t.grad.dtype == np.float32 and t.grad.shape == t.shape
+
+
+# --------------------------------------------------------------------------- the checker
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    class WrongSquare(tl.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x  # should be 2 * x * grad
+
+    x = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    with pytest.raises(GradcheckError, match="input 0"):
+        gradcheck(lambda t: WrongSquare.apply(t), x)
+
+
+def test_gradcheck_catches_a_missing_broadcast_reduction():
+    class ForgetfulAdd(tl.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad.sum(axis=0) * 0.5  # wrong: half the broadcast gradient
+
+    a = Tensor(np.ones((3, 2)), requires_grad=True)
+    b = Tensor(np.ones(2), requires_grad=True)
+    with pytest.raises(GradcheckError, match="input 1"):
+        gradcheck(lambda x, y: ForgetfulAdd.apply(x, y), a, b)
+
+
+def test_gradcheck_requires_float64():
+    with pytest.raises(TypeError, match="float64"):
+        gradcheck(lambda t: t * 2, tl.tensor([1.0], requires_grad=True))
+
+
+def test_gradcheck_skips_inputs_without_grad_and_leaves_data_unchanged():
+    a = np.array([1.0, 2.0, 3.0])
+    x = Tensor(a.copy(), requires_grad=True)
+    c = Tensor(np.array([4.0, 5.0, 6.0]))
+    assert gradcheck(lambda u, v: u * v, x, c)
+    np.testing.assert_array_equal(x.data, a)
+    with pytest.raises(ValueError):
+        gradcheck(lambda v: v * 2, c)

@@ -20,6 +20,7 @@ node (the ``ctx``). ``Tensor.backward()`` walks those nodes in reverse topologic
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -87,7 +88,7 @@ class Context:
         self.output_shape: tuple[int, ...] = ()
         self.output_dtype: np.dtype | None = None
         self.watched: list[tuple[list[int], int, int]] = []
-        self.retained_output: Tensor | None = None
+        self.retained_output: weakref.ref | None = None  # set by Tensor.retain_grad()
         self.freed = False
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -106,7 +107,6 @@ class Context:
         """Drop everything saved; a later backward through this node raises."""
         self.saved = None
         self.watched = []
-        self.retained_output = None
         self.freed = True
         for key in [k for k in self.__dict__ if k not in _CONTEXT_FIELDS]:
             delattr(self, key)
@@ -150,6 +150,7 @@ class Function:
         ctx = Context(cls)
         output = cls.forward(ctx, *[t._data for t in inputs], **params)
         result = Tensor._from_array(output)
+        _share_version_with_viewed_input(result, inputs)
         if not _grad_enabled or not any(t._requires_grad for t in inputs):
             return result
         if not _is_floating(output.dtype):
@@ -173,6 +174,23 @@ class Function:
         result.grad_fn = ctx
         result._requires_grad = True
         return result
+
+
+def _memory_owner(array: Any) -> Any:
+    base = getattr(array, "base", None)
+    return array if base is None else base
+
+
+def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...]) -> None:
+    """A view (reshape, transpose, basic slice) shares its input's memory, so it must share
+    its version counter too: an in-place change through either is a change to both."""
+    owner = _memory_owner(result._data)
+    if owner is result._data:
+        return
+    for t in inputs:
+        if _memory_owner(t._data) is owner:
+            result._version = t._version
+            return
 
 
 # ------------------------------------------------------------------------------- unbroadcast
@@ -318,8 +336,9 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
             raise RuntimeError(
                 f"backward through '{node.name}' a second time: the graph was freed after the "
                 "first backward; pass retain_graph=True to the first call")
-        if node.retained_output is not None:
-            node.retained_output.grad = np.array(node_grad, copy=True)
+        retained = node.retained_output() if node.retained_output is not None else None
+        if retained is not None:
+            retained.grad = np.array(node_grad, copy=True)
         _check_versions(node)
         grads = _normalize_gradients(node, node.function.backward(node, node_grad))
         for target, contribution in zip(node.next, grads, strict=True):

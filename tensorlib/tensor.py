@@ -9,6 +9,7 @@ computation, the graph node that produced it (``.grad_fn``). Arithmetic dunders 
 from __future__ import annotations
 
 import numbers
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -197,7 +198,7 @@ class Tensor:
         if self.grad_fn is None:
             return
         self._retains_grad = True
-        self.grad_fn.retained_output = self
+        self.grad_fn.retained_output = weakref.ref(self)
 
     def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.

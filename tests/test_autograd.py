@@ -524,3 +524,25 @@ def test_fused_log_softmax_agrees_with_chain_of_primitives(axis):
     chain.backward(weights)
     np.testing.assert_allclose(fused_x.grad, chain_x.grad, rtol=1e-11, atol=1e-13)
     assert fused.grad_fn.name == "log_softmax"
+
+
+def test_views_share_the_version_counter_of_their_base():
+    """An in-place change to a base tensor after one of its views was saved is caught."""
+    x = tl.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    view = x.reshape(2, 2)
+    assert view.version == x.version == 0
+    y = (view * view).sum()
+    with tl.no_grad():
+        x.add_(1.0)
+    assert view.version == 1
+    with pytest.raises(RuntimeError, match="mul"):
+        y.backward()
+    assert x.grad is None
+
+
+def test_retained_gradient_survives_graph_release():
+    a = tl.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2.0
+    b.retain_grad()
+    (b * b).sum().backward()
+    np.testing.assert_allclose(b.grad, [4.0, 8.0])

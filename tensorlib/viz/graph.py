@@ -159,7 +159,7 @@ def _draw_tensor_graph(root: Tensor, module: Any, rankdir: str, precision: int,
         node_id = op_ids[id(node)]
         drawing.node(node_id, node.name, shape="ellipse", style="filled", fillcolor="#e8f4fd")
         is_root = node is root.grad_fn
-        retained = node.retained_output
+        retained = node.retained_output() if node.retained_output is not None else None
         grad = root.grad if is_root else (retained.grad if retained is not None else None)
         title = "output" if is_root else ""
         drawing.node(node_id + "_out",

@@ -1,0 +1,504 @@
+"""The tensorlib command line: train a small GPT on US census names and sample from it.
+
+    python -m tensorlib train-names [--steps 1500] [--output runs/names] [...]
+    python -m tensorlib sample-names --checkpoint runs/names/checkpoint.tlckpt [--count 20]
+
+``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), trains the
+``tensorlib.nn.Decoder`` on the training names with AdamW, a warm-up + cosine schedule and
+gradient clipping, compares its loss with the count-based bigram baseline on the same
+windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state), ``config.json`` and
+``loss_curve.png`` into the output folder, and prints sampled names. ``sample-names`` loads
+such a run and prints new names. Bad options and unreadable files print one ``error:`` line
+and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensorlib import checkpoint
+from tensorlib.autograd import no_grad
+from tensorlib.baselines import BigramModel
+from tensorlib.data import (
+    NAME_KINDS,
+    CharTokenizer,
+    names,
+    train_validation_test_split,
+)
+from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.optim import AdamW, WarmupCosineSchedule
+from tensorlib.train import TrainingDivergedError, train
+
+CONFIG_FORMAT = "tensorlib names run"
+CONFIG_VERSION = 1
+SPLIT = (0.8, 0.1, 0.1)
+MAX_SEED = 2**63 - 1
+EVALUATION_BATCH = 256  # windows per forward pass when measuring a loss
+
+
+class CommandError(Exception):
+    """A problem the user can fix (an option, a file); reported as one ``error:`` line."""
+
+
+# =============================================================================== option types
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be at most 2**63 - 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0.0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m tensorlib``."""
+    parser = argparse.ArgumentParser(
+        prog="tensorlib",
+        description="tensorlib's command line: train a character-level GPT on US census "
+                    "names, and sample names from a trained run.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    trainer = commands.add_parser(
+        "train-names", help="train a GPT-style decoder on census names",
+        description="Train tensorlib's GPT-style Decoder on a census name list (split "
+                    "80/10/10 into train/validation/test), compare it with a count-based "
+                    "bigram model, save the run and print sampled names.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    trainer.add_argument("--kind", choices=NAME_KINDS, default="last",
+                         help="which census list to learn")
+    trainer.add_argument("--steps", type=_positive_int, default=1500, help="optimizer steps")
+    trainer.add_argument("--layers", type=_positive_int, default=2, help="decoder blocks")
+    trainer.add_argument("--channels", type=_positive_int, default=64,
+                         help="embedding width (a multiple of --heads)")
+    trainer.add_argument("--heads", type=_positive_int, default=4, help="attention heads")
+    trainer.add_argument("--context-length", type=_positive_int, default=16,
+                         help="tokens the model sees at once")
+    trainer.add_argument("--batch-size", type=_positive_int, default=32,
+                         help="windows per step")
+    trainer.add_argument("--learning-rate", type=_positive_float, default=3e-3,
+                         help="peak AdamW learning rate (warm-up, then cosine to a tenth)")
+    trainer.add_argument("--weight-decay", type=_fraction, default=0.01,
+                         help="AdamW weight decay")
+    trainer.add_argument("--dropout", type=_fraction, default=0.0, help="dropout probability")
+    trainer.add_argument("--eval-every", type=_positive_int, default=None,
+                         help="steps between validation losses (default: steps / 10)")
+    trainer.add_argument("--eval-windows", type=_non_negative_int, default=1000,
+                         help="windows of each split used to measure losses (0: all)")
+    trainer.add_argument("--seed", type=_seed, default=0,
+                         help="seed of the split, the initialization, the batches and the "
+                              "samples")
+    trainer.add_argument("--output", type=Path, default=Path("runs/names"),
+                         help="folder for checkpoint.tlckpt, config.json, loss_curve.png")
+    trainer.add_argument("--samples", type=_non_negative_int, default=10,
+                         help="names to sample after training")
+    trainer.add_argument("--quiet", action="store_true",
+                         help="no progress bar (results are still printed)")
+    trainer.set_defaults(handler=train_names)
+
+    sampler = commands.add_parser(
+        "sample-names", help="sample names from a trained run",
+        description="Load a run written by train-names and print sampled names.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sampler.add_argument("--checkpoint", type=Path, required=True,
+                         help="the run's checkpoint.tlckpt")
+    sampler.add_argument("--config", type=Path, default=None,
+                         help="the run's config.json (default: beside the checkpoint)")
+    sampler.add_argument("--count", type=_non_negative_int, default=10, help="names to print")
+    sampler.add_argument("--temperature", type=_positive_float, default=1.0,
+                         help="divide the logits by this (lower: safer, more common names)")
+    sampler.add_argument("--top-k", type=_positive_int, default=None,
+                         help="sample only among the k most likely characters")
+    sampler.add_argument("--seed", type=_seed, default=None,
+                         help="sampling seed (default: the run's seed, which repeats the "
+                              "names train-names printed)")
+    sampler.set_defaults(handler=sample_names_command)
+    return parser
+
+
+# =============================================================================== helpers
+def token_stream(words: Sequence[str], tokenizer: CharTokenizer) -> np.ndarray:
+    """``.word.word.`` as int64 ids: every word framed by the boundary token (id 0)."""
+    stream = [tokenizer.boundary_id]
+    for word in words:
+        stream += tokenizer.encode(word)
+        stream.append(tokenizer.boundary_id)
+    return np.asarray(stream, dtype=np.int64)
+
+
+def stream_windows(stream: np.ndarray, context_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive non-overlapping windows of ``stream`` (a final partial one dropped):
+    inputs and next-token targets, both ``(N, context_length)``; the same arrays as
+    ``tensorlib.data.sequence_targets`` makes from the words."""
+    windows = np.lib.stride_tricks.sliding_window_view(stream, context_length + 1)
+    windows = windows[::context_length]  # (N, T + 1)
+    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+
+
+def random_windows(stream: np.ndarray, context_length: int, batch_size: int,
+                   rng: Rng) -> tuple[np.ndarray, np.ndarray]:
+    """``batch_size`` windows starting at random offsets of ``stream``: inputs and next-token
+    targets, both ``(batch_size, context_length)``."""
+    windows = np.lib.stride_tricks.sliding_window_view(stream, context_length + 1)  # (W, T+1)
+    chosen = windows[rng.integers(0, len(windows), size=batch_size)]  # (B, T+1)
+    return chosen[:, :-1], chosen[:, 1:]
+
+
+def mean_loss(model: Decoder, inputs: np.ndarray, targets: np.ndarray) -> float:
+    """Mean cross-entropy over all positions of ``(N, T)`` windows, in eval mode, no graph."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    total = 0.0
+    try:
+        with no_grad():
+            for start in range(0, len(inputs), EVALUATION_BATCH):
+                chunk = slice(start, start + EVALUATION_BATCH)
+                count = len(inputs[chunk])
+                total += float(model.loss(inputs[chunk], targets[chunk]).item()) * count
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    return total / len(inputs)
+
+
+def sample_names(model: Decoder, tokenizer: CharTokenizer, count: int, rng: Rng,
+                 max_length: int, temperature: float = 1.0,
+                 top_k: int | None = None) -> list[str]:
+    """``count`` names generated after the boundary token, each cut at its next boundary
+    (or after ``max_length`` characters)."""
+    if count == 0:
+        return []
+    prompt = np.full((count, 1), tokenizer.boundary_id, dtype=np.int64)
+    ids = model.generate(prompt, max_new_tokens=max_length + 1, temperature=temperature,
+                         top_k=top_k, rng=rng)[:, 1:]  # (count, max_length + 1)
+    ended = ids == tokenizer.boundary_id
+    lengths = np.where(ended.any(axis=1), ended.argmax(axis=1), max_length)  # (count,)
+    return [tokenizer.decode(ids[row, :lengths[row]]) for row in range(count)]
+
+
+def _print_samples(samples: list[str], known: set[str], heading: str) -> None:
+    print(heading)
+    for name in samples:
+        note = "   (in the census list)" if name in known else ""
+        print(f"  {name if name else '(empty)'}{note}")
+    if samples:
+        real = sum(name in known for name in samples)
+        print(f"{real} of {len(samples)} sampled names are in the census list; "
+              f"{len(samples) - real} are new")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _prepare_output(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"--output {folder} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CommandError(f"cannot create the output folder {folder}: "
+                           f"{error.strerror or error}") from None
+
+
+# =============================================================================== train-names
+def train_names(args: argparse.Namespace) -> int:
+    """Train on census names, report against the bigram baseline, save, sample."""
+    if args.channels % args.heads:
+        raise CommandError(f"--channels ({args.channels}) must be divisible by --heads "
+                           f"({args.heads})")
+    words = names(args.kind)
+    tokenizer = CharTokenizer(words)
+    train_words, validation_words, test_words = train_validation_test_split(
+        words, SPLIT, seed=args.seed)
+    length = args.context_length
+    train_stream = token_stream(train_words, tokenizer)
+    validation_stream = token_stream(validation_words, tokenizer)
+    if len(validation_stream) < length + 1:
+        raise CommandError(f"--context-length {length} is longer than the validation text "
+                           f"({len(validation_stream)} tokens)")
+    _prepare_output(args.output)
+    # Evaluation windows: consecutive, non-overlapping (what data.sequence_targets makes).
+    train_inputs, train_targets = stream_windows(train_stream, length)
+    validation_inputs, validation_targets = stream_windows(validation_stream, length)
+    if args.eval_windows:
+        train_inputs, train_targets = (train_inputs[:args.eval_windows],
+                                       train_targets[:args.eval_windows])
+        validation_inputs, validation_targets = (validation_inputs[:args.eval_windows],
+                                                 validation_targets[:args.eval_windows])
+
+    config = DecoderConfig(vocabulary_size=tokenizer.vocabulary_size, context_length=length,
+                           channels=args.channels, heads=args.heads, layers=args.layers,
+                           dropout=args.dropout)
+    model = Decoder(config, rng=Rng(args.seed))
+    optimizer = AdamW(model, lr=args.learning_rate, weight_decay=args.weight_decay)
+    warmup = min(100, args.steps // 10)
+    schedule = WarmupCosineSchedule(optimizer, base_lr=args.learning_rate, warmup_steps=warmup,
+                                    total_steps=args.steps, min_lr=args.learning_rate / 10)
+    batch_rng = Rng(args.seed + 1)
+    eval_every = args.eval_every or max(1, args.steps // 10)
+
+    print(f"census {args.kind} names: {len(words):,} names, "
+          f"{tokenizer.vocabulary_size - 1} letters + boundary; split "
+          f"{len(train_words):,} / {len(validation_words):,} / {len(test_words):,} "
+          f"(train / validation / test, seed {args.seed})")
+    print(f"model: Decoder(layers={config.layers}, channels={config.channels}, "
+          f"heads={config.heads}, context_length={config.context_length}), "
+          f"{model.num_parameters():,} parameters")
+    print(f"training: {args.steps} steps of {args.batch_size} x {length} tokens, AdamW lr "
+          f"{args.learning_rate:g} (warm-up {warmup} steps, cosine to "
+          f"{args.learning_rate / 10:g}), gradient clipping at 1.0", flush=True)
+
+    def batches(step: int) -> tuple[np.ndarray, np.ndarray]:
+        return random_windows(train_stream, length, args.batch_size, batch_rng)
+
+    started = time.perf_counter()
+    try:
+        history = train(model, optimizer, batches, args.steps,
+                        evaluate=lambda: mean_loss(model, validation_inputs, validation_targets),
+                        evaluate_every=eval_every, schedule=schedule, max_grad_norm=1.0,
+                        progress=not args.quiet)
+    except TrainingDivergedError as error:
+        print(f"tensorlib train-names: error: {error}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - started
+
+    print("step  train loss (batch)  validation loss")
+    for step, validation in history.evaluations():
+        print(f"{step:>4}  {history[step - 1].train_loss:>18.4f}  {validation:>15.4f}")
+
+    bigram = BigramModel.fit_pairs(train_stream[:-1], train_stream[1:],
+                                   tokenizer.vocabulary_size, smoothing=1.0)
+    results = {
+        "train_loss": mean_loss(model, train_inputs, train_targets),
+        "validation_loss": history.final()["validation_loss"],
+        "bigram_train_loss": bigram.pair_negative_log_likelihood(train_inputs, train_targets),
+        "bigram_validation_loss": bigram.pair_negative_log_likelihood(validation_inputs,
+                                                                      validation_targets),
+    }
+    windows = "all" if not args.eval_windows else f"the first {len(validation_inputs):,}"
+    print(f"\nmean loss per character (nats) on {windows} windows of "
+          f"{length} tokens of each split:")
+    print("                         train  validation")
+    print(f"  bigram (add-one)     {results['bigram_train_loss']:>7.4f}  "
+          f"{results['bigram_validation_loss']:>10.4f}")
+    print(f"  decoder              {results['train_loss']:>7.4f}  "
+          f"{results['validation_loss']:>10.4f}")
+    tokens = args.steps * args.batch_size * length
+    print(f"trained in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s, evaluation "
+          f"included)")
+
+    checkpoint_path = args.output / "checkpoint.tlckpt"
+    config_path = args.output / "config.json"
+    figure_path = args.output / "loss_curve.png"
+    max_length = max(len(word) for word in words)
+    run = {
+        "format": CONFIG_FORMAT,
+        "version": CONFIG_VERSION,
+        "model": dataclasses.asdict(config),
+        "characters": tokenizer.characters,
+        "seed": args.seed,
+        "kind": args.kind,
+        "max_name_length": max_length,
+        "training": {"steps": args.steps, "batch_size": args.batch_size,
+                     "learning_rate": args.learning_rate, "warmup_steps": warmup,
+                     "min_learning_rate": args.learning_rate / 10,
+                     "weight_decay": args.weight_decay, "max_grad_norm": 1.0,
+                     "split": list(SPLIT), "eval_windows": args.eval_windows},
+        "results": results,
+    }
+    try:
+        checkpoint.save(checkpoint_path, model, optimizer, rng=batch_rng)
+        _write_text_atomic(config_path, json.dumps(run, indent=2) + "\n")
+        _save_loss_curve(history, results["bigram_validation_loss"], figure_path)
+    except OSError as error:
+        raise CommandError(f"cannot write the run to {args.output}: "
+                           f"{error.strerror or error}") from None
+    print(f"wrote {checkpoint_path}, {config_path.name}, {figure_path.name}")
+
+    samples = sample_names(model, tokenizer, args.samples, Rng(args.seed), max_length)
+    if samples:
+        _print_samples(samples, set(words),
+                       f"\n{len(samples)} sampled names (seed {args.seed}, temperature 1):")
+    return 0
+
+
+def _save_loss_curve(history: Any, bigram_loss: float, path: Path) -> None:
+    from tensorlib.viz.plots import plot_loss_curves
+
+    figure = plot_loss_curves(history, smoothing=0.9, title="census names: decoder loss")
+    axes = figure.axes[0]
+    axes.axhline(bigram_loss, color="gray", linestyle="--", linewidth=1.0,
+                 label="bigram (validation)")
+    axes.legend(loc="upper right")
+    figure.savefig(path, dpi=120)
+
+
+# =============================================================================== sample-names
+def _load_run_config(path: Path) -> tuple[DecoderConfig, CharTokenizer, dict[str, Any]]:
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CommandError(f"config file {path} not found (pass --config)") from None
+    except OSError as error:
+        raise CommandError(f"cannot read config file {path}: {error.strerror or error}") \
+            from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CommandError(f"config file {path} is not valid JSON: {error}") from None
+    if not isinstance(run, dict) or run.get("format") != CONFIG_FORMAT:
+        raise CommandError(f"{path} is not a train-names config (no \"format\": "
+                           f"\"{CONFIG_FORMAT}\")")
+    if run.get("version") != CONFIG_VERSION:
+        raise CommandError(f"config file {path} has version {run.get('version')!r}; this "
+                           f"tensorlib reads version {CONFIG_VERSION}")
+    for key in ("model", "characters"):
+        if key not in run:
+            raise CommandError(f"config file {path} has no {key!r} entry")
+    if not isinstance(run["model"], dict):
+        raise CommandError(f"config file {path}: 'model' must be an object")
+    try:
+        config = DecoderConfig(**run["model"])
+    except (TypeError, ValueError) as error:
+        raise CommandError(f"config file {path} has a bad model configuration: {error}") \
+            from None
+    characters = run["characters"]
+    if not (isinstance(characters, list) and len(characters) >= 2
+            and all(isinstance(c, str) and len(c) == 1 for c in characters)):
+        raise CommandError(f"config file {path}: 'characters' must be a list of single "
+                           "characters, the boundary first")
+    try:
+        tokenizer = CharTokenizer("".join(characters[1:]), boundary=characters[0])
+    except ValueError as error:
+        raise CommandError(f"config file {path} has bad characters: {error}") from None
+    if tokenizer.characters != characters:
+        raise CommandError(f"config file {path}: 'characters' must be distinct and sorted "
+                           "after the boundary")
+    if tokenizer.vocabulary_size != config.vocabulary_size:
+        raise CommandError(f"config file {path}: {len(characters)} characters but "
+                           f"vocabulary_size {config.vocabulary_size}")
+    return config, tokenizer, run
+
+
+def _check_run_integer(run: dict[str, Any], key: str, default: int, path: Path) -> int:
+    value = run.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise CommandError(f"config file {path}: {key!r} must be a non-negative integer, "
+                           f"got {value!r}")
+    return value
+
+
+def sample_names_command(args: argparse.Namespace) -> int:
+    """Load a run (config + checkpoint) and print sampled names."""
+    config_path = args.config or args.checkpoint.parent / "config.json"
+    if not args.checkpoint.is_file():
+        raise CommandError(f"checkpoint {args.checkpoint} not found" if not
+                           args.checkpoint.exists() else
+                           f"checkpoint {args.checkpoint} is not a file")
+    config, tokenizer, run = _load_run_config(config_path)
+    if args.top_k is not None and args.top_k > config.vocabulary_size:
+        raise CommandError(f"--top-k {args.top_k} exceeds the vocabulary size "
+                           f"{config.vocabulary_size}")
+    seed = args.seed if args.seed is not None else _check_run_integer(run, "seed", 0,
+                                                                      config_path)
+    max_length = _check_run_integer(run, "max_name_length", 32, config_path) or 32
+    model = Decoder(config, rng=Rng(0))
+    try:
+        checkpoint.load(args.checkpoint, model)
+    except checkpoint.CheckpointError as error:
+        raise CommandError(f"cannot load checkpoint {args.checkpoint}: {error}") from None
+    except OSError as error:
+        raise CommandError(f"cannot read checkpoint {args.checkpoint}: "
+                           f"{error.strerror or error}") from None
+    samples = sample_names(model, tokenizer, args.count, Rng(seed), max_length,
+                           temperature=args.temperature, top_k=args.top_k)
+    kind = run.get("kind")
+    known = set(names(kind)) if kind in NAME_KINDS else set()
+    top_k = "" if args.top_k is None else f", top-k {args.top_k}"
+    heading = f"{len(samples)} sampled names (seed {seed}, temperature {args.temperature:g}" \
+              f"{top_k}):"
+    if samples:
+        _print_samples(samples, known, heading)
+    return 0
+
+
+# =============================================================================== entry point
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit
+    status: 0 on success, 2 for bad options or unreadable files, 1 if training diverged."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:  # argparse printed usage and the error (or --help)
+        code = exit_request.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except CommandError as error:
+        print(f"tensorlib {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tensorlib {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

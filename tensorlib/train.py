@@ -1,0 +1,335 @@
+"""A small, readable training loop: batches in, a :class:`History` out.
+
+One step of :func:`train` is::
+
+    inputs, targets = next batch
+    loss = model.loss(inputs, targets)          # or loss_fn(model, inputs, targets)
+    stop with TrainingDivergedError if the loss is NaN or infinite
+    loss.backward()
+    norm = global_gradient_norm(...)            # recorded before any clipping
+    clip to max_grad_norm (optional), optimizer.step(), schedule.step() (optional)
+    evaluate() every evaluate_every steps and at the last step (optional)
+
+Every recorded number except the timings is a deterministic function of the model, the
+data and the seeds, so notebooks can print them; the timings live in separate fields
+(:data:`TIMING_FIELDS`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, overload
+
+import numpy as np
+
+from tensorlib.autograd import no_grad
+from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
+from tensorlib.tensor import Tensor
+
+__all__ = [
+    "DETERMINISTIC_FIELDS",
+    "TIMING_FIELDS",
+    "History",
+    "StepRecord",
+    "TrainingDivergedError",
+    "evaluate_loss",
+    "train",
+]
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss (or the gradient norm) became NaN or infinite; ``step`` names the step
+    (counted from 1), ``quantity`` what diverged and ``value`` its value. Raised before the
+    optimizer step, so the parameters still hold the values of the previous step."""
+
+    def __init__(self, step: int, value: float, quantity: str = "loss") -> None:
+        self.step = step
+        self.value = value
+        self.quantity = quantity
+        super().__init__(f"training diverged at step {step}: the {quantity} is {value}; "
+                         "the parameters were not updated at this step (try a smaller "
+                         "learning rate or gradient clipping)")
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What happened at one step. ``learning_rate`` is the rate this step's update used,
+    ``gradient_norm`` the global L2 norm of the gradients before clipping, and
+    ``validation_loss`` None except at evaluation steps. ``seconds`` (the step's wall time,
+    evaluation excluded) and ``tokens_per_second`` (``inputs.size / seconds``) are timings."""
+
+    step: int
+    train_loss: float
+    learning_rate: float
+    gradient_norm: float
+    validation_loss: float | None
+    seconds: float
+    tokens_per_second: float
+
+
+TIMING_FIELDS: tuple[str, ...] = ("seconds", "tokens_per_second")
+DETERMINISTIC_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(StepRecord) if f.name not in TIMING_FIELDS
+)
+
+
+class History(Sequence):
+    """The records of a run, one :class:`StepRecord` per step, in order.
+
+    ``history[i]`` is a record, ``len(history)`` the number of steps; ``as_dict()`` gives
+    one list per field (the form :func:`tensorlib.viz.plot_loss_curves` also accepts) and
+    ``final()`` a summary of the last step.
+    """
+
+    def __init__(self, records: Iterable[StepRecord] = ()) -> None:
+        self.records: list[StepRecord] = list(records)
+
+    def append(self, record: StepRecord) -> None:
+        if not isinstance(record, StepRecord):
+            raise TypeError(f"History holds StepRecords, got {type(record).__name__}")
+        self.records.append(record)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @overload
+    def __getitem__(self, index: int) -> StepRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StepRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> StepRecord | list[StepRecord]:
+        return self.records[index]
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        return iter(self.records)
+
+    def as_dict(self, timings: bool = True) -> dict[str, list[Any]]:
+        """One list per field, keyed by field name; without the timing fields if
+        ``timings`` is False (then every value is deterministic)."""
+        names = [f.name for f in fields(StepRecord)]
+        if not timings:
+            names = [name for name in names if name not in TIMING_FIELDS]
+        return {name: [getattr(record, name) for record in self.records] for name in names}
+
+    def evaluations(self) -> list[tuple[int, float]]:
+        """``(step, validation_loss)`` for every step that was evaluated."""
+        return [(r.step, r.validation_loss) for r in self.records if r.validation_loss is not None]
+
+    def final(self) -> dict[str, Any]:
+        """The deterministic fields of the last step, except that ``validation_loss`` is the
+        most recent evaluation (None if there was none). Raises ValueError when empty."""
+        if not self.records:
+            raise ValueError("the history is empty: no step was recorded")
+        summary = {name: getattr(self.records[-1], name) for name in DETERMINISTIC_FIELDS}
+        evaluated = self.evaluations()
+        summary["validation_loss"] = evaluated[-1][1] if evaluated else None
+        return summary
+
+    def __repr__(self) -> str:
+        if not self.records:
+            return "History(steps=0)"
+        last = self.final()
+        validation = "None" if last["validation_loss"] is None \
+            else f"{last['validation_loss']:.4f}"
+        return (f"History(steps={len(self)}, final train_loss={last['train_loss']:.4f}, "
+                f"validation_loss={validation})")
+
+
+def _positive_int(value: Any, what: str, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _scalar(value: Any, what: str) -> float:
+    """A Python float from a 0-d or single-element Tensor, array or number."""
+    if isinstance(value, Tensor):
+        value = value.data
+    array = np.asarray(value)
+    if array.size != 1 or array.dtype.kind not in "fiu":
+        raise TypeError(f"{what} must be a single real number, got "
+                        f"{type(value).__name__} of shape {array.shape}")
+    return float(array.reshape(()))
+
+
+def _element_count(inputs: Any) -> int:
+    if isinstance(inputs, Tensor):
+        return inputs.size
+    if isinstance(inputs, (tuple, list)) and inputs and hasattr(inputs[0], "shape"):
+        return sum(_element_count(item) for item in inputs)
+    return int(np.size(inputs))
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm bar: a widget in Jupyter when ipywidgets is installed, text otherwise.
+
+    ``tqdm.auto`` warns when it runs in a notebook without ipywidgets; asking for it only
+    when ipywidgets imports keeps that warning out of notebook outputs.
+    """
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm(total=total, disable=not enabled, desc="training", unit="step",
+                dynamic_ncols=True, leave=True)
+
+
+def _module_modes(model: Any) -> list[tuple[Any, bool]]:
+    modules = model.modules() if callable(getattr(model, "modules", None)) else [model]
+    return [(m, m.training) for m in modules if hasattr(m, "training")]
+
+
+def evaluate_loss(model: Any, evaluate: Callable[[], Any]) -> float:
+    """Run ``evaluate()`` under ``no_grad`` with ``model`` in eval mode; every module's
+    previous mode is restored afterwards. Returns the loss as a float."""
+    modes = _module_modes(model)
+    if callable(getattr(model, "eval", None)):
+        model.eval()
+    try:
+        with no_grad():
+            return _scalar(evaluate(), "evaluate() result")
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def train(
+    model: Any,
+    optimizer: Any,
+    batches: Callable[[int], tuple[Any, Any]] | Iterable[tuple[Any, Any]],
+    steps: int,
+    evaluate: Callable[[], Any] | None = None,
+    evaluate_every: int | None = None,
+    schedule: Any = None,
+    max_grad_norm: float | None = None,
+    progress: bool = True,
+    loss_fn: Callable[[Any, Any, Any], Tensor] | None = None,
+    callback: Callable[[StepRecord], Any] | None = None,
+) -> History:
+    """Train ``model`` for ``steps`` optimizer updates and return the :class:`History`.
+
+    * ``batches``: a callable ``step -> (inputs, targets)`` (steps count from 1) or an
+      iterable of ``(inputs, targets)`` pairs (ValueError if it runs out early).
+    * The loss is ``model.loss(inputs, targets)``, or ``loss_fn(model, inputs, targets)``.
+    * ``evaluate``: a callable returning a validation loss, run every ``evaluate_every``
+      steps (default: only after the last step) and always after the last step, under
+      ``no_grad`` with the model in eval mode (each module's mode is restored after).
+    * ``schedule``: an object with ``step()`` called after each update (such as
+      ``WarmupCosineSchedule``), or a callable ``step -> learning rate`` assigned to
+      ``optimizer.lr`` before each update.
+    * ``max_grad_norm``: clip the gradients' global norm to this value before the update.
+    * ``progress``: show a tqdm bar (loss in its postfix); False prints nothing at all.
+    * ``callback``: called with each step's :class:`StepRecord` (for example
+      ``LiveLossPlot.update_from_record``).
+
+    The model is put in train mode first. A NaN or infinite loss or gradient norm raises
+    :class:`TrainingDivergedError` naming the step, before the optimizer step.
+    """
+    steps = _positive_int(steps, "steps")
+    evaluate_every = _positive_int(evaluate_every, "evaluate_every", allow_none=True)
+    if evaluate is not None and not callable(evaluate):
+        raise TypeError(f"evaluate must be a callable or None, got {type(evaluate).__name__}")
+    if evaluate_every is not None and evaluate is None:
+        raise ValueError("evaluate_every was given without an evaluate function")
+    if max_grad_norm is not None:
+        if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, numbers.Real) \
+                or not 0.0 < max_grad_norm < math.inf:
+            raise ValueError(f"max_grad_norm must be a finite number > 0 or None, "
+                             f"got {max_grad_norm!r}")
+    if loss_fn is None and not callable(getattr(model, "loss", None)):
+        raise TypeError(f"{type(model).__name__} has no loss(inputs, targets) method; "
+                        "pass loss_fn(model, inputs, targets)")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if schedule is not None and not (callable(getattr(schedule, "step", None))
+                                     or callable(schedule)):
+        raise TypeError(f"schedule must have a step() method or be a callable step -> lr, "
+                        f"got {type(schedule).__name__}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    if not hasattr(optimizer, "step") or not hasattr(optimizer, "zero_grad"):
+        raise TypeError(f"optimizer must have step() and zero_grad(), "
+                        f"got {type(optimizer).__name__}")
+    if callable(batches):
+        next_batch = batches
+    elif isinstance(batches, Iterable):
+        iterator = iter(batches)
+
+        def next_batch(step: int) -> tuple[Any, Any]:
+            try:
+                return next(iterator)
+            except StopIteration:
+                raise ValueError(f"batches ran out after {step - 1} of {steps} steps") from None
+    else:
+        raise TypeError(f"batches must be a callable step -> (inputs, targets) or an "
+                        f"iterable of pairs, got {type(batches).__name__}")
+    scheduled_object = schedule is not None and callable(getattr(schedule, "step", None))
+    parameters = getattr(optimizer, "parameters", None) or model
+
+    if callable(getattr(model, "train", None)):
+        model.train()
+    history = History()
+    last_validation: float | None = None
+    bar = _progress_bar(steps, progress)
+    try:
+        for step in range(1, steps + 1):
+            batch = next_batch(step)
+            if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+                raise ValueError(f"step {step}: a batch must be a pair (inputs, targets), got "
+                                 f"{type(batch).__name__}")
+            inputs, targets = batch
+            started = time.perf_counter()
+            if schedule is not None and not scheduled_object:
+                optimizer.lr = schedule(step)
+            optimizer.zero_grad()
+            loss = loss_fn(model, inputs, targets) if loss_fn is not None \
+                else model.loss(inputs, targets)
+            if not isinstance(loss, Tensor):
+                raise TypeError(f"step {step}: the loss must be a Tensor, "
+                                f"got {type(loss).__name__}")
+            loss_value = _scalar(loss, "the loss")
+            if not math.isfinite(loss_value):
+                raise TrainingDivergedError(step, loss_value, "loss")
+            loss.backward()
+            norm = global_gradient_norm(parameters)
+            if not math.isfinite(norm):
+                raise TrainingDivergedError(step, norm, "gradient norm")
+            learning_rate = float(optimizer.lr)
+            if max_grad_norm is not None:
+                clip_grad_norm(parameters, max_grad_norm)
+            optimizer.step()
+            if scheduled_object:
+                schedule.step()
+            seconds = time.perf_counter() - started
+            validation = None
+            if evaluate is not None and (step == steps or (evaluate_every is not None
+                                                           and step % evaluate_every == 0)):
+                validation = evaluate_loss(model, evaluate)
+            record = StepRecord(
+                step=step, train_loss=loss_value, learning_rate=learning_rate,
+                gradient_norm=norm, validation_loss=validation, seconds=seconds,
+                tokens_per_second=_element_count(inputs) / seconds if seconds > 0 else math.inf,
+            )
+            history.append(record)
+            if callback is not None:
+                callback(record)
+            if validation is not None:
+                last_validation = validation
+            postfix = {"loss": f"{loss_value:.4f}"}
+            if last_validation is not None:
+                postfix["validation"] = f"{last_validation:.4f}"
+            bar.set_postfix(postfix, refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+    return history

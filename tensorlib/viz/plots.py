@@ -1,0 +1,650 @@
+"""Plots for training runs and for what happens inside a network (matplotlib).
+
+Every function builds a ``matplotlib.figure.Figure`` directly (never through ``pyplot``),
+draws with the object-oriented API and returns the figure; nothing is shown implicitly and
+no backend is chosen here. In Jupyter a returned figure displays as a PNG; save one with
+``figure.savefig(path)``. Functions that take ``ax`` draw into that Axes instead and return
+its figure.
+
+* :func:`plot_loss_curves` and :class:`LiveLossPlot`: train and validation loss.
+* :func:`plot_attention`: attention probabilities as one heatmap per head.
+* :func:`plot_decision_boundary`: the regions a 2-D classifier assigns to each class.
+* :func:`record_activations`, :func:`activation_statistics`, :func:`gradient_statistics`,
+  :func:`plot_activation_histograms`, :func:`plot_gradient_histograms`: per-layer signal
+  statistics, the diagnostics for vanishing, exploding and saturating signals.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from tensorlib.autograd import no_grad
+from tensorlib.nn.layers import MLP
+from tensorlib.nn.module import Module, ModuleList
+from tensorlib.tensor import Tensor
+
+__all__ = [
+    "ActivationTrace",
+    "LiveLossPlot",
+    "SignalStatistics",
+    "activation_statistics",
+    "exponential_moving_average",
+    "format_statistics",
+    "gradient_statistics",
+    "plot_activation_histograms",
+    "plot_attention",
+    "plot_decision_boundary",
+    "plot_gradient_histograms",
+    "plot_loss_curves",
+    "record_activations",
+]
+
+
+# =============================================================================== figures
+def _ipython_shell() -> Any:
+    """The running IPython shell, or None (IPython is never imported here)."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def _enable_notebook_display() -> None:
+    """Let IPython show a bare ``Figure`` as a PNG.
+
+    matplotlib's inline backend registers this formatter only once ``pyplot`` has made a
+    figure; figures built without pyplot would otherwise show as ``<Figure ...>`` text.
+    An existing registration (yours, or the inline backend's) is left alone.
+    """
+    shell = _ipython_shell()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not formatters or "image/png" not in formatters:
+        return
+    png = formatters["image/png"]
+    try:
+        png.lookup_by_type(Figure)
+    except KeyError:
+        from IPython.core.pylabtools import print_figure
+
+        png.for_type(Figure, functools.partial(print_figure, fmt="png", base64=True,
+                                               bbox_inches="tight"))
+
+
+def _new_figure(figsize: tuple[float, float]) -> Figure:
+    _enable_notebook_display()
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is None:
+        figure = _new_figure(figsize)
+        return figure, figure.add_subplot()
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    figure = ax.figure
+    while not isinstance(figure, Figure):  # a SubFigure: climb to the figure that holds it
+        figure = figure.figure
+    return figure, ax
+
+
+def _as_array(value: Any, what: str) -> np.ndarray:
+    if isinstance(value, Tensor):
+        return value.data
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{what} must be an array or a Tensor, got {type(value).__name__}") \
+            from error
+
+
+# =============================================================================== loss curves
+def exponential_moving_average(values: Sequence[float] | np.ndarray,
+                               smoothing: float) -> np.ndarray:
+    """``s[0] = v[0]``, ``s[t] = smoothing * s[t-1] + (1 - smoothing) * v[t]`` (float64).
+
+    ``smoothing`` is in [0, 1): 0 returns the values unchanged, 0.9 averages over roughly
+    the last ten.
+    """
+    if isinstance(smoothing, bool) or not isinstance(smoothing, numbers.Real) \
+            or not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing!r}")
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"values must be 1-D, got shape {array.shape}")
+    if array.size == 0 or smoothing == 0.0:
+        return array.copy()
+    a = float(smoothing)
+    smoothed = np.empty_like(array)
+    running = array[0]
+    for index, value in enumerate(array):  # a recurrence over plot points, not a model op
+        running = a * running + (1.0 - a) * value
+        smoothed[index] = running
+    return smoothed
+
+
+def _loss_columns(history_or_dict: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, train losses, evaluation steps, validation losses) from a History or a dict."""
+    if callable(getattr(history_or_dict, "as_dict", None)):
+        data = history_or_dict.as_dict()
+    elif isinstance(history_or_dict, Mapping):
+        data = history_or_dict
+    else:
+        raise TypeError("expected a training History or a dict of lists with 'train_loss' "
+                        f"(and optionally 'step', 'validation_loss'), got "
+                        f"{type(history_or_dict).__name__}")
+    if "train_loss" not in data:
+        raise KeyError(f"no 'train_loss' in the loss data (keys: {sorted(data)})")
+    train = np.asarray(data["train_loss"], dtype=np.float64)
+    if train.ndim != 1:
+        raise ValueError(f"train_loss must be a 1-D list, got shape {train.shape}")
+    steps = np.asarray(data.get("step", np.arange(1, len(train) + 1)), dtype=np.float64)
+    if steps.shape != train.shape:
+        raise ValueError(f"'step' has {steps.size} entries but 'train_loss' has {train.size}")
+    validation = data.get("validation_loss")
+    if validation is None:
+        return steps, train, np.zeros(0), np.zeros(0)
+    validation = list(validation)
+    if len(validation) != len(train):
+        raise ValueError(f"'validation_loss' has {len(validation)} entries but 'train_loss' "
+                         f"has {len(train)} (use None where there was no evaluation)")
+    present = np.array([v is not None and not (isinstance(v, float) and math.isnan(v))
+                        for v in validation], dtype=bool)
+    values = np.array([float(v) for v, keep in zip(validation, present, strict=True) if keep],
+                      dtype=np.float64)
+    return steps, train, steps[present], values
+
+
+def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bool = False,
+                     ax: Axes | None = None, title: str | None = "loss") -> Figure:
+    """Train loss (a line) and validation loss (a line with markers at evaluation steps).
+
+    ``history_or_dict`` is a :class:`tensorlib.train.History` or a dict of equal-length lists
+    with ``"train_loss"`` and optionally ``"step"`` (default 1, 2, ...) and
+    ``"validation_loss"`` (None where not evaluated). With ``smoothing`` in (0, 1) the raw
+    train loss is drawn faintly and its :func:`exponential_moving_average` on top.
+    ``log_scale`` puts the loss axis on a log scale (losses must then be positive).
+
+    Lines, in order: "train" (or "train (raw)" and "train (smoothed)"), then "validation"
+    when there is any.
+    """
+    steps, train, eval_steps, validation = _loss_columns(history_or_dict)
+    if log_scale and (np.any(train <= 0) or np.any(validation <= 0)):
+        raise ValueError("log_scale needs positive losses; the data has values <= 0")
+    figure, axes = _figure_and_axes(ax, (6.0, 3.5))
+    if smoothing:
+        smoothed = exponential_moving_average(train, smoothing)
+        axes.plot(steps, train, color="C0", alpha=0.3, linewidth=1.0, label="train (raw)")
+        axes.plot(steps, smoothed, color="C0", linewidth=1.5,
+                  label=f"train (smoothed {smoothing:g})")
+    else:
+        axes.plot(steps, train, color="C0", linewidth=1.2, label="train")
+    if validation.size:
+        axes.plot(eval_steps, validation, color="C1", marker="o", markersize=3.5,
+                  linewidth=1.5, label="validation")
+    if log_scale:
+        axes.set_yscale("log")
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss")
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    if train.size or validation.size:
+        axes.legend(loc="upper right")
+    return figure
+
+
+class LiveLossPlot:
+    """A loss plot that redraws itself while a notebook training loop runs.
+
+    Call ``update(step, train_loss, validation_loss=None)`` once per step; every ``every``
+    updates (and whenever a validation loss arrives) the curves are redrawn and, inside
+    IPython, the cell output is replaced with the new figure (``clear_output(wait=True)``
+    then ``display``). Outside IPython nothing is displayed; ``figure`` always holds the
+    current plot. ``close()`` draws the final state once more and ends the plot.
+    With ``tensorlib.train.train``, pass ``callback=plot.update_from_record``.
+    """
+
+    def __init__(self, smoothing: float = 0.0, log_scale: bool = False, every: int = 10,
+                 figsize: tuple[float, float] = (6.0, 3.5), title: str | None = "loss") -> None:
+        exponential_moving_average([], smoothing)  # validates smoothing
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"every must be a positive integer, got {every!r}")
+        self.smoothing = float(smoothing)
+        self.log_scale = bool(log_scale)
+        self.every = int(every)
+        self.title = title
+        self.figure = _new_figure(figsize)
+        self.axes = self.figure.add_subplot()
+        self.steps: list[int] = []
+        self.train_losses: list[float] = []
+        self.validation_losses: list[float | None] = []
+        self.closed = False
+
+    def as_dict(self) -> dict[str, list[Any]]:
+        """The data so far, in the form :func:`plot_loss_curves` accepts."""
+        return {"step": list(self.steps), "train_loss": list(self.train_losses),
+                "validation_loss": list(self.validation_losses)}
+
+    def update(self, step: int, train_loss: float, validation_loss: float | None = None) -> None:
+        """Record one step; redraw every ``every`` updates or when ``validation_loss`` is set."""
+        if self.closed:
+            raise RuntimeError("this LiveLossPlot is closed; make a new one")
+        self.steps.append(int(step))
+        self.train_losses.append(float(train_loss))
+        self.validation_losses.append(None if validation_loss is None
+                                      else float(validation_loss))
+        if len(self.steps) % self.every == 0 or validation_loss is not None:
+            self.redraw()
+
+    def update_from_record(self, record: Any) -> None:
+        """:meth:`update` from a training ``StepRecord`` (a ``train(callback=...)``)."""
+        self.update(record.step, record.train_loss, record.validation_loss)
+
+    def redraw(self) -> None:
+        """Draw the curves again and, inside IPython, replace the displayed figure."""
+        self.axes.clear()
+        if self.steps:
+            plot_loss_curves(self.as_dict(), self.smoothing, self.log_scale, ax=self.axes,
+                             title=self.title)
+        if _ipython_shell() is not None:
+            from IPython.display import clear_output, display
+
+            clear_output(wait=True)
+            display(self.figure)
+
+    def close(self) -> None:
+        """Draw the final state once more; later updates raise RuntimeError."""
+        if not self.closed:
+            self.redraw()
+            self.closed = True
+
+
+# =============================================================================== attention
+def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
+                   heads: Iterable[int] | None = None, title: str | None = None,
+                   cmap: str = "viridis", columns: int = 4, panel_size: float = 2.6) -> Figure:
+    """One heatmap per head of attention probabilities: rows are queries, columns keys.
+
+    ``probabilities`` is ``(T, T)``, ``(H, T, T)`` or ``(1, H, T, T)`` (an array or a
+    Tensor). ``tokens`` (length T) label both axes; ``heads`` picks which heads to draw
+    (default all), laid out ``columns`` per row. Colours span 0..1, with one colour bar.
+    """
+    array = np.asarray(_as_array(probabilities, "probabilities"), dtype=np.float64)
+    if array.ndim == 4 and array.shape[0] == 1:
+        array = array[0]
+    if array.ndim == 2:
+        array = array[None]
+    if array.ndim != 3:
+        raise ValueError(f"probabilities must be (T, T), (H, T, T) or (1, H, T, T), got shape "
+                         f"{np.shape(_as_array(probabilities, 'probabilities'))}")
+    head_count, queries, keys = array.shape
+    if tokens is not None:
+        tokens = [str(t) for t in tokens]
+        if len(tokens) != queries or len(tokens) != keys:
+            raise ValueError(f"{len(tokens)} tokens do not label a {queries} x {keys} "
+                             f"attention map")
+    chosen = list(range(head_count)) if heads is None else [int(h) for h in heads]
+    if not chosen:
+        raise ValueError("heads is empty: nothing to draw")
+    for head in chosen:
+        if not 0 <= head < head_count:
+            raise IndexError(f"head {head} is out of range for {head_count} heads")
+    if isinstance(columns, bool) or not isinstance(columns, numbers.Integral) or columns < 1:
+        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    ncols = min(len(chosen), int(columns))
+    nrows = math.ceil(len(chosen) / ncols)
+    figure = _new_figure((panel_size * ncols + 0.8, panel_size * nrows + (0.4 if title else 0)))
+    grid = figure.subplots(nrows, ncols, squeeze=False)
+    image = None
+    used = []
+    for index, axes in enumerate(grid.ravel()):
+        if index >= len(chosen):
+            axes.remove()
+            continue
+        used.append(axes)
+        head = chosen[index]
+        image = axes.imshow(array[head], vmin=0.0, vmax=1.0, cmap=cmap, aspect="equal",
+                            interpolation="nearest")
+        axes.set_title(f"head {head}", fontsize=10)
+        if tokens is not None:
+            axes.set_xticks(range(keys), tokens, rotation=90, fontsize=8)
+            axes.set_yticks(range(queries), tokens, fontsize=8)
+        if index % ncols == 0:
+            axes.set_ylabel("query")
+        if index >= len(chosen) - ncols:
+            axes.set_xlabel("key")
+    figure.colorbar(image, ax=used, shrink=0.8, label="probability")
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+# =============================================================================== classifiers
+def _predict_scores(model_fn: Any, inputs: np.ndarray, as_tensor: bool) -> np.ndarray:
+    """Scores of ``model_fn`` on float32 ``inputs (N, 2)``, without recording a graph; a
+    Module runs in eval mode (its modules' modes are restored)."""
+    modes = [(m, m.training) for m in model_fn.modules()] if isinstance(model_fn, Module) else []
+    if isinstance(model_fn, Module):
+        model_fn.eval()
+    try:
+        with no_grad():
+            result = model_fn(Tensor(inputs) if as_tensor else inputs)
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    return np.asarray(_as_array(result, "the model's output"), dtype=np.float64)
+
+
+def _classes_from_scores(scores: np.ndarray, count: int, threshold: float) -> np.ndarray:
+    if scores.ndim == 2 and scores.shape[1] == 1:
+        scores = scores[:, 0]
+    if scores.shape == (count,):
+        return (scores > threshold).astype(np.int64)
+    if scores.ndim == 2 and scores.shape[0] == count and scores.shape[1] >= 2:
+        return scores.argmax(axis=1)
+    raise ValueError(f"the model returned shape {scores.shape} for {count} points; expected "
+                     f"({count},), ({count}, 1) or ({count}, K) class scores")
+
+
+def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: int = 200,
+                           ax: Axes | None = None, padding: float = 0.5,
+                           threshold: float = 0.0, as_tensor: bool | None = None,
+                           cmap: str = "coolwarm") -> Figure:
+    """Colour the plane by the class ``model_fn`` predicts, with the labelled points on top.
+
+    ``model_fn`` maps float32 points ``(N, 2)`` to class scores ``(N, K)`` (the class is the
+    argmax) or to one score per point ``(N,)`` / ``(N, 1)`` (class 1 where the score exceeds
+    ``threshold``). It may return a Tensor or an array. A tensorlib Module gets a Tensor and
+    runs in eval mode; any other callable gets a numpy array (``as_tensor`` overrides this).
+    Scores are computed under ``no_grad`` on a ``resolution x resolution`` grid covering the
+    points plus ``padding``. The title gives the accuracy on ``points``.
+    """
+    if not callable(model_fn):
+        raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
+    xy = np.asarray(_as_array(points, "points"), dtype=np.float32)
+    if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] == 0:
+        raise ValueError(f"points must have shape (N, 2) with N > 0, got {xy.shape}")
+    classes = np.asarray(_as_array(labels, "labels"))
+    if classes.shape != (xy.shape[0],) or classes.dtype.kind not in "iub":
+        raise ValueError(f"labels must be {xy.shape[0]} integers, got shape {classes.shape} "
+                         f"and dtype {classes.dtype}")
+    if isinstance(resolution, bool) or not isinstance(resolution, numbers.Integral) \
+            or resolution < 2:
+        raise ValueError(f"resolution must be an integer >= 2, got {resolution!r}")
+    use_tensor = isinstance(model_fn, Module) if as_tensor is None else bool(as_tensor)
+    low, high = xy.min(axis=0) - padding, xy.max(axis=0) + padding  # (2,), (2,)
+    xs = np.linspace(low[0], high[0], resolution)
+    ys = np.linspace(low[1], high[1], resolution)
+    grid_x, grid_y = np.meshgrid(xs, ys)  # (R, R) each
+    grid = np.stack([grid_x.ravel(), grid_y.ravel()], axis=1).astype(np.float32)  # (R*R, 2)
+    predicted_grid = _classes_from_scores(_predict_scores(model_fn, grid, use_tensor),
+                                          len(grid), threshold)
+    predicted = _classes_from_scores(_predict_scores(model_fn, xy, use_tensor), len(xy),
+                                     threshold)
+    accuracy = float(np.mean(predicted == classes.astype(np.int64)))
+    class_count = int(max(classes.max(), predicted_grid.max())) + 1
+    figure, axes = _figure_and_axes(ax, (4.5, 4.0))
+    axes.contourf(grid_x, grid_y, predicted_grid.reshape(resolution, resolution),
+                  levels=np.arange(class_count + 1) - 0.5, cmap=cmap, alpha=0.35)
+    axes.scatter(xy[:, 0], xy[:, 1], c=classes, cmap=cmap, vmin=0,
+                 vmax=max(class_count - 1, 1), s=18, edgecolors="black", linewidths=0.4)
+    axes.set_xlim(low[0], high[0])
+    axes.set_ylim(low[1], high[1])
+    axes.set_title(f"decision boundary (accuracy {accuracy:.1%})")
+    return figure
+
+
+# =============================================================================== diagnostics
+def _step_name(index: int, step: Any) -> str:
+    if isinstance(step, Module):
+        return f"{index}: {type(step).__name__}"
+    return f"{index}: {getattr(step, '__name__', type(step).__name__)}"
+
+
+def _named_steps(layers: Any) -> list[tuple[str, Callable[[Tensor], Tensor]]]:
+    if isinstance(layers, MLP):
+        steps: list[tuple[str, Callable[[Tensor], Tensor]]] = []
+        pairs = zip(layers.layers, layers.activation_functions, strict=True)
+        for index, (linear, activation) in enumerate(pairs):
+            steps.append((f"layers.{index}: Linear", linear))
+            kind = getattr(activation, "__name__", "activation").lstrip("_")
+            steps.append((f"layers.{index}: {kind}", activation))
+        return steps
+    if isinstance(layers, ModuleList):
+        layers = list(layers)
+    if isinstance(layers, Mapping):
+        layers = list(layers.items())
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Iterable):
+        raise TypeError("layers must be an MLP, a ModuleList or a sequence of callables or "
+                        f"(name, callable) pairs, got {type(layers).__name__}")
+    steps = []
+    for index, step in enumerate(layers):
+        if isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str):
+            name, function = step
+        else:
+            name, function = _step_name(index, step), step
+        if not callable(function):
+            raise TypeError(f"layer {index} ({name}) is not callable: {function!r}")
+        steps.append((name, function))
+    if not steps:
+        raise ValueError("layers is empty")
+    return steps
+
+
+class ActivationTrace:
+    """The outputs of layers applied one after another, kept for inspection.
+
+    ``names[i]`` and ``tensors[i]`` are a recorded layer's name and output (with
+    ``retain_grad()``, so after a backward pass through ``output`` their ``.grad`` holds
+    d loss / d output). ``output`` is the last layer's output.
+    """
+
+    def __init__(self, names: list[str], tensors: list[Tensor], output: Tensor) -> None:
+        self.names = names
+        self.tensors = tensors
+        self.output = output
+
+    def activations(self) -> list[tuple[str, np.ndarray]]:
+        """``(name, values)`` for every recorded layer."""
+        return [(name, tensor.data) for name, tensor in zip(self.names, self.tensors,
+                                                              strict=True)]
+
+    def gradients(self) -> list[tuple[str, np.ndarray]]:
+        """``(name, d loss / d output)`` for every recorded layer; RuntimeError naming the
+        first layer without a gradient when no backward pass has reached it."""
+        result = []
+        for name, tensor in zip(self.names, self.tensors, strict=True):
+            if tensor.grad is None:
+                raise RuntimeError(f"layer {name!r} has no gradient: call backward() on a loss "
+                                   "computed from trace.output first")
+            result.append((name, np.asarray(tensor.grad)))
+        return result
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return f"ActivationTrace({len(self)} layers: {', '.join(self.names)})"
+
+
+def record_activations(layers: Any, inputs: Any, only: str | None = None) -> ActivationTrace:
+    """Apply ``layers`` in order to ``inputs`` and record each layer's output.
+
+    ``layers`` is an ``MLP`` (each Linear and each activation is a step, named like
+    ``"layers.0: Linear"`` and ``"layers.0: tanh"``), a ``ModuleList``, or a sequence whose
+    items are callables (named ``"0: Linear"``, ``"1: tanh"``, ...) or ``(name, callable)``
+    pairs. ``only`` keeps the steps whose name contains that text (``only="tanh"``). The
+    graph is recorded as usual, so ``trace.output`` can feed a loss and ``backward()``.
+    """
+    steps = _named_steps(layers)
+    if only is not None and not any(only in name for name, _ in steps):
+        raise ValueError(f"no layer name contains {only!r}; names are "
+                         f"{[name for name, _ in steps]}")
+    x = inputs if isinstance(inputs, Tensor) else Tensor(np.asarray(inputs, dtype=np.float32))
+    names: list[str] = []
+    tensors: list[Tensor] = []
+    for name, function in steps:
+        x = function(x)
+        if not isinstance(x, Tensor):
+            raise TypeError(f"layer {name!r} returned {type(x).__name__}, not a Tensor")
+        if only is None or only in name:
+            x.retain_grad()
+            names.append(name)
+            tensors.append(x)
+    return ActivationTrace(names, tensors, x)
+
+
+@dataclass(frozen=True)
+class SignalStatistics:
+    """Summary of one layer's values: ``mean``, ``std`` (population) and, for activations,
+    ``saturated``, the fraction with ``|value| > saturation`` (None for gradients)."""
+
+    name: str
+    shape: tuple[int, ...]
+    mean: float
+    std: float
+    saturated: float | None
+
+
+def _named_arrays(source: Any, gradients: bool) -> list[tuple[str, np.ndarray]]:
+    if isinstance(source, ActivationTrace):
+        return source.gradients() if gradients else source.activations()
+    if isinstance(source, Module):
+        if not gradients:
+            raise TypeError("a Module has no recorded activations; use record_activations")
+        pairs = [(name, np.asarray(p.grad)) for name, p in source.named_parameters()
+                 if p.grad is not None]
+        if not pairs:
+            raise RuntimeError(f"no parameter of this {type(source).__name__} has a gradient; "
+                               "run backward() first")
+        return pairs
+    if isinstance(source, Mapping):
+        source = list(source.items())
+    if isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
+        raise TypeError("expected an ActivationTrace, a Module (gradients), a dict or a list "
+                        f"of (name, array) pairs, got {type(source).__name__}")
+    pairs = []
+    for index, item in enumerate(source):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"item {index} is not a (name, array) pair: {item!r}")
+        pairs.append((str(item[0]), np.asarray(_as_array(item[1], f"item {index}"))))
+    if not pairs:
+        raise ValueError("nothing to summarise: no (name, array) pairs")
+    return pairs
+
+
+def _statistics(pairs: list[tuple[str, np.ndarray]],
+                saturation: float | None) -> list[SignalStatistics]:
+    result = []
+    for name, values in pairs:
+        flat = np.asarray(values, dtype=np.float64).ravel()
+        if flat.size == 0:
+            raise ValueError(f"layer {name!r} has no values")
+        saturated = None if saturation is None else float(np.mean(np.abs(flat) > saturation))
+        result.append(SignalStatistics(name, tuple(np.shape(values)), float(flat.mean()),
+                                       float(flat.std()), saturated))
+    return result
+
+
+def activation_statistics(source: Any, saturation: float = 0.97) -> list[SignalStatistics]:
+    """Mean, std and saturated fraction (``|value| > saturation``) of each layer's output.
+
+    ``source`` is an :class:`ActivationTrace` or ``(name, array)`` pairs (or a dict).
+    """
+    if isinstance(saturation, bool) or not isinstance(saturation, numbers.Real) \
+            or not saturation >= 0:
+        raise ValueError(f"saturation must be a number >= 0, got {saturation!r}")
+    return _statistics(_named_arrays(source, gradients=False), float(saturation))
+
+
+def gradient_statistics(source: Any) -> list[SignalStatistics]:
+    """Mean and std of each layer's gradient.
+
+    ``source`` is an :class:`ActivationTrace` after ``backward()`` (gradients of the
+    recorded outputs), a Module (every parameter whose ``.grad`` is set) or ``(name,
+    array)`` pairs.
+    """
+    return _statistics(_named_arrays(source, gradients=True), None)
+
+
+def format_statistics(statistics: Sequence[SignalStatistics], number_format: str = ".4f") -> str:
+    """A text table of :class:`SignalStatistics`, numbers in ``number_format`` (use
+    ``".3e"`` for small gradients)."""
+    rows = [("layer", "shape", "mean", "std", "saturated")]
+    for item in statistics:
+        rows.append((item.name, "x".join(str(d) for d in item.shape),
+                     format(item.mean, number_format), format(item.std, number_format),
+                     "-" if item.saturated is None else f"{item.saturated:.2%}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width)
+                                             for cell, width in zip(row[1:], widths[1:],
+                                                                    strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
+                     labels: list[str], bins: int, value_range: tuple[float, float] | None
+                     ) -> None:
+    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    if value_range is None:
+        low = min(float(np.min(values)) for _, values in pairs)
+        high = max(float(np.max(values)) for _, values in pairs)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError("the values contain NaN or infinity; cannot draw histograms")
+        if low == high:
+            low, high = low - 0.5, high + 0.5
+        value_range = (low, high)
+    for (_, values), label in zip(pairs, labels, strict=True):
+        counts, edges = np.histogram(np.asarray(values, dtype=np.float64).ravel(), bins=bins,
+                                     range=value_range, density=True)
+        axes.plot(0.5 * (edges[:-1] + edges[1:]), counts, linewidth=1.2, label=label)
+    axes.set_ylabel("density")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+
+
+def plot_activation_histograms(source: Any, bins: int = 60, saturation: float = 0.97,
+                               value_range: tuple[float, float] | None = None,
+                               ax: Axes | None = None,
+                               title: str | None = "activation distribution") -> Figure:
+    """One histogram line per layer of its output values; each legend entry gives the
+    layer's mean, std and saturated fraction (see :func:`activation_statistics`)."""
+    statistics = activation_statistics(source, saturation)
+    pairs = _named_arrays(source, gradients=False)
+    labels = [f"{s.name}: mean {s.mean:+.2f}, std {s.std:.2f}, saturated {s.saturated:.1%}"
+              for s in statistics]
+    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    _histogram_lines(axes, pairs, labels, bins, value_range)
+    axes.set_xlabel("activation value")
+    if title:
+        axes.set_title(title)
+    return figure
+
+
+def plot_gradient_histograms(source: Any, bins: int = 60,
+                             value_range: tuple[float, float] | None = None,
+                             ax: Axes | None = None,
+                             title: str | None = "gradient distribution") -> Figure:
+    """One histogram line per layer of its gradient values; each legend entry gives the
+    layer's mean and std (see :func:`gradient_statistics`)."""
+    statistics = gradient_statistics(source)
+    pairs = _named_arrays(source, gradients=True)
+    labels = [f"{s.name}: mean {s.mean:+.2e}, std {s.std:.2e}" for s in statistics]
+    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    _histogram_lines(axes, pairs, labels, bins, value_range)
+    axes.set_xlabel("gradient value")
+    if title:
+        axes.set_title(title)
+    return figure

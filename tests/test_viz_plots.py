@@ -300,3 +300,17 @@ def test_mlp_trace_and_histograms():
     assert len(parameter_figure.axes[0].get_lines()) == 6  # 3 weights and 3 biases
     with pytest.raises(TypeError, match="no recorded activations"):
         activation_statistics(model)
+
+
+def test_plot_functions_draws_one_labelled_line_per_curve():
+    from tensorlib.viz import plot_functions
+
+    grid = np.linspace(-2.0, 2.0, 41)
+    figure = plot_functions(grid, {"tanh": np.tanh(grid), "relu": np.maximum(grid, 0)},
+                            title="activations")
+    axes = figure.axes[0]
+    labels = [line.get_label() for line in axes.get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["tanh", "relu"]
+    np.testing.assert_allclose(axes.get_lines()[0].get_ydata(), np.tanh(grid))
+    with pytest.raises(ValueError, match="has 3 values for 41"):
+        plot_functions(grid, {"bad": [1.0, 2.0, 3.0]})

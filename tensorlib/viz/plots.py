@@ -201,6 +201,34 @@ def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bo
     return figure
 
 
+def plot_functions(x: Any, curves: dict[str, Any], title: str | None = None,
+                   xlabel: str = "x", ylabel: str | None = None,
+                   ax: Axes | None = None) -> Figure:
+    """One line per entry of ``curves`` (label -> values at ``x``), e.g. activation
+    functions or their derivatives on a grid. Every curve must have ``x``'s length."""
+    grid = _as_array(x, "x").ravel()
+    if not curves:
+        raise ValueError("plot_functions needs at least one curve")
+    lines = {}
+    for label, values in curves.items():
+        array = _as_array(values, f"curve {label!r}").ravel()
+        if array.shape != grid.shape:
+            raise ValueError(f"curve {label!r} has {array.size} values for {grid.size} x values")
+        lines[label] = array
+    figure, axes = _figure_and_axes(ax, (5.0, 3.5))
+    for label, array in lines.items():
+        axes.plot(grid, array, linewidth=1.5, label=label)
+    axes.axhline(0.0, color="#999999", linewidth=0.8)
+    axes.set_xlabel(xlabel)
+    if ylabel:
+        axes.set_ylabel(ylabel)
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best")
+    return figure
+
+
 class LiveLossPlot:
     """A loss plot that redraws itself while a notebook training loop runs.
 

@@ -314,3 +314,29 @@ def test_plot_functions_draws_one_labelled_line_per_curve():
     np.testing.assert_allclose(axes.get_lines()[0].get_ydata(), np.tanh(grid))
     with pytest.raises(ValueError, match="has 3 values for 41"):
         plot_functions(grid, {"bad": [1.0, 2.0, 3.0]})
+
+
+def test_plot_trajectories_draws_contours_and_one_path_per_optimizer():
+    from tensorlib.viz import plot_trajectories
+
+    def bowl(x, y):
+        return 0.5 * (x**2 + 25 * y**2)
+
+    path = np.array([[-4.0, 1.0], [-2.0, -0.5], [-1.0, 0.2], [0.0, 0.0]])
+    figure = plot_trajectories(bowl, {"sgd": path, "adamw": path * 0.5}, xlim=(-5, 5),
+                               ylim=(-2, 2), title="valley")
+    axes = figure.axes[0]
+    labelled = [line for line in axes.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_label() for line in labelled] == ["sgd", "adamw"]
+    np.testing.assert_allclose(labelled[0].get_xydata(), path)
+    assert axes.collections, "the contour lines are missing"
+    with pytest.raises(ValueError, match=r"\(steps, 2\)"):
+        plot_trajectories(bowl, {"bad": np.zeros((3, 3))}, xlim=(-1, 1), ylim=(-1, 1))
+
+
+def test_plot_loss_curves_label_color_and_ylabel():
+    figure = plot_loss_curves({"train_loss": [3.0, 2.0, 1.0]}, label="sgd", color="C3",
+                              ylabel="f(x)")
+    axes = figure.axes[0]
+    assert axes.get_lines()[0].get_label() == "sgd"
+    assert axes.get_ylabel() == "f(x)"

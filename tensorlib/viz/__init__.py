@@ -21,6 +21,7 @@ from tensorlib.viz.plots import (
     plot_functions,
     plot_gradient_histograms,
     plot_loss_curves,
+    plot_trajectories,
     record_activations,
 )
 
@@ -43,5 +44,6 @@ __all__ = [
     "plot_functions",
     "plot_gradient_histograms",
     "plot_loss_curves",
+    "plot_trajectories",
     "record_activations",
 ]

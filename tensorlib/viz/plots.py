@@ -84,6 +84,7 @@ def _new_figure(figsize: tuple[float, float]) -> Figure:
 
 
 def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    _enable_notebook_display()  # also for figures the caller made and passes axes of
     if ax is None:
         figure = _new_figure(figsize)
         return figure, figure.add_subplot()
@@ -163,7 +164,8 @@ def _loss_columns(history_or_dict: Any) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bool = False,
-                     ax: Axes | None = None, title: str | None = "loss") -> Figure:
+                     ax: Axes | None = None, title: str | None = "loss", label: str = "train",
+                     color: str = "C0", ylabel: str = "loss") -> Figure:
     """Train loss (a line) and validation loss (a line with markers at evaluation steps).
 
     ``history_or_dict`` is a :class:`tensorlib.train.History` or a dict of equal-length lists
@@ -172,8 +174,9 @@ def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bo
     train loss is drawn faintly and its :func:`exponential_moving_average` on top.
     ``log_scale`` puts the loss axis on a log scale (losses must then be positive).
 
-    Lines, in order: "train" (or "train (raw)" and "train (smoothed)"), then "validation"
-    when there is any.
+    Lines, in order: ``label`` (or "<label> (raw)" and "<label> (smoothed)"), then
+    "validation" when there is any. ``label``, ``color`` and ``ylabel`` let several runs
+    share one axes.
     """
     steps, train, eval_steps, validation = _loss_columns(history_or_dict)
     if log_scale and (np.any(train <= 0) or np.any(validation <= 0)):
@@ -181,18 +184,18 @@ def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bo
     figure, axes = _figure_and_axes(ax, (6.0, 3.5))
     if smoothing:
         smoothed = exponential_moving_average(train, smoothing)
-        axes.plot(steps, train, color="C0", alpha=0.3, linewidth=1.0, label="train (raw)")
-        axes.plot(steps, smoothed, color="C0", linewidth=1.5,
-                  label=f"train (smoothed {smoothing:g})")
+        axes.plot(steps, train, color=color, alpha=0.3, linewidth=1.0, label=f"{label} (raw)")
+        axes.plot(steps, smoothed, color=color, linewidth=1.5,
+                  label=f"{label} (smoothed {smoothing:g})")
     else:
-        axes.plot(steps, train, color="C0", linewidth=1.2, label="train")
+        axes.plot(steps, train, color=color, linewidth=1.2, label=label)
     if validation.size:
         axes.plot(eval_steps, validation, color="C1", marker="o", markersize=3.5,
                   linewidth=1.5, label="validation")
     if log_scale:
         axes.set_yscale("log")
     axes.set_xlabel("step")
-    axes.set_ylabel("loss")
+    axes.set_ylabel(ylabel)
     if title:
         axes.set_title(title)
     axes.grid(True, alpha=0.3)
@@ -226,6 +229,55 @@ def plot_functions(x: Any, curves: dict[str, Any], title: str | None = None,
         axes.set_title(title)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best")
+    return figure
+
+
+def plot_trajectories(function: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                      trajectories: dict[str, Any], xlim: tuple[float, float],
+                      ylim: tuple[float, float], levels: int | Sequence[float] = 20,
+                      log_levels: bool = True, resolution: int = 200,
+                      title: str | None = None, ax: Axes | None = None) -> Figure:
+    """Optimizer paths over the contours of a 2-D function.
+
+    ``function(X, Y)`` evaluates the objective on meshgrid arrays; each trajectory is a
+    sequence of (x, y) points, drawn as a line with markers from its start (a circle) to its
+    end (a cross). With ``log_levels`` the contour levels are spaced geometrically, which
+    shows both the floor of a valley and its steep walls.
+    """
+    if resolution < 2:
+        raise ValueError(f"resolution must be at least 2, got {resolution}")
+    paths = {}
+    for label, points in trajectories.items():
+        array = _as_array(points, f"trajectory {label!r}")
+        if array.ndim != 2 or array.shape[1] != 2 or len(array) == 0:
+            raise ValueError(f"trajectory {label!r} must be a non-empty (steps, 2) array of "
+                             f"points, got shape {array.shape}")
+        paths[label] = array
+    grid_x, grid_y = np.meshgrid(np.linspace(*xlim, resolution), np.linspace(*ylim, resolution))
+    surface = np.asarray(function(grid_x, grid_y), dtype=np.float64)
+    if surface.shape != grid_x.shape:
+        raise ValueError(f"function(X, Y) returned shape {surface.shape}, expected {grid_x.shape}")
+    if log_levels and isinstance(levels, int):
+        positive = surface[surface > 0]
+        if positive.size == 0:
+            raise ValueError("log_levels needs a function with positive values on the grid")
+        levels = np.geomspace(positive.min(), surface.max(), levels)
+    figure, axes = _figure_and_axes(ax, (6.0, 4.5))
+    axes.contour(grid_x, grid_y, surface, levels=levels, cmap="Greys", linewidths=0.8)
+    for index, (label, array) in enumerate(paths.items()):
+        color = f"C{index}"
+        axes.plot(array[:, 0], array[:, 1], color=color, marker=".", markersize=3,
+                  linewidth=1.2, label=label)
+        axes.plot(*array[0], color=color, marker="o", markersize=6)
+        axes.plot(*array[-1], color=color, marker="x", markersize=8)
+    axes.set_xlim(*xlim)
+    axes.set_ylim(*ylim)
+    axes.set_xlabel("x")
+    axes.set_ylabel("y")
+    if title:
+        axes.set_title(title)
+    if paths:
+        axes.legend(loc="upper right")
     return figure
 
 

@@ -26,10 +26,10 @@ lab: setup
 	$(BIN)/jupyter lab notebooks/
 
 lint: setup
-	$(BIN)/ruff check tensorlib tests benchmarks
+	$(BIN)/ruff check .
 
 test: setup
-	$(BIN)/ruff check tensorlib tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -q
 
 bench: setup

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.backend import device_of, is_backend_array, to_device
+
 DTypeLike = Any
 ShapeLike = int | Sequence[int]
 
@@ -37,7 +39,7 @@ def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
         data = data.data
     if dtype is not None:
         return np.asarray(data, dtype=np.dtype(dtype))
-    if isinstance(data, np.ndarray) or (
+    if isinstance(data, np.ndarray) or is_backend_array(data) or (
         hasattr(data, "__array_namespace__") and hasattr(data, "dtype")
     ):
         return data  # keep the caller's dtype (and backend)
@@ -144,6 +146,22 @@ class Tensor:
 
         return device_of(self._data)
 
+    def to(self, device: str) -> Tensor:
+        """This tensor's values on ``device`` ("cpu", "cuda" or a registered backend).
+
+        Returns ``self`` when it already lives there. Otherwise returns a new leaf tensor
+        holding a copy on ``device`` that is *not* connected to the graph (it does not
+        require grad; gradients do not flow back through a device move). Move a model's
+        parameters with ``Module.to``. ValueError for an unknown device, RuntimeError for
+        one that is not available here.
+        """
+        moved = to_device(self._data, device)  # validates the device name first
+        if device_of(self._data) == device:
+            return self
+        out = Tensor._from_array(moved)
+        out.name = self.name
+        return out
+
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -225,7 +243,8 @@ class Tensor:
                                "use `with tensorlib.no_grad():`")
 
     def _in_place_operand(self, other: Any, what: str) -> np.ndarray:
-        value = other.data if isinstance(other, Tensor) else np.asarray(other)
+        value = other.data if isinstance(other, Tensor) \
+            else other if is_backend_array(other) else np.asarray(other)  # keep CuPy arrays
         try:
             np.broadcast_shapes(value.shape, self.shape)
         except ValueError:

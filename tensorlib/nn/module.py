@@ -9,12 +9,14 @@ child registered twice, no cycles.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from tensorlib.autograd import no_grad
+from tensorlib.backend import copy_to_backend, device_of, require_backend, to_numpy
 from tensorlib.tensor import Tensor
 
 
@@ -247,10 +249,102 @@ class Module:
         for parameter in self.parameters():
             parameter.grad = None
 
+    # ------------------------------------------------------------------------ devices
+    def extra_parameters_for_transfer(self) -> list[Parameter]:
+        """Parameters this module holds outside ``parameters()`` (LoRA adapters, say) that
+        must move with it in ``to()``. Override in such modules; the base returns []."""
+        return []
+
+    def extra_arrays_for_transfer(self) -> dict[str, Any]:
+        """Non-Parameter arrays this module owns (NF4 codes and scales, say) by a name of the
+        module's choosing. ``to()`` moves them and hands the moved arrays back through
+        ``load_transferred_arrays``. Override in such modules; the base returns {}."""
+        return {}
+
+    def load_transferred_arrays(self, arrays: dict[str, Any]) -> None:
+        """Take back the arrays of ``extra_arrays_for_transfer`` after a successful move
+        (same keys; arrays already on the device are passed back unchanged). It should only
+        assign; if it raises, ``to()`` restores the hooks it already ran and re-raises."""
+
+    def to(self, device: str) -> Module:
+        """Move every parameter and extra array of the whole tree to ``device``; returns self.
+
+        The move is one transaction. It checks the device (ValueError for an unknown name,
+        listing the known ones; RuntimeError saying why for one not available here), then
+        copies every parameter from ``parameters()`` and each module's
+        ``extra_parameters_for_transfer()``, and every module's
+        ``extra_arrays_for_transfer()``, to the device. Only when every copy succeeded does
+        it commit: each moved parameter gets its new array, its version bumps and its
+        gradient is dropped (``grad = None``; an old gradient lives on the old device).
+        Parameters already on ``device`` are not touched (same array, version and grad). If
+        anything fails before the commit, nothing changes and the error propagates.
+
+        Move a model before building a graph or an optimizer: graphs recorded before the move
+        see new versions and refuse to run backward, and optimizer state stays behind.
+        """
+        backend = require_backend(device)  # ValueError / RuntimeError before any work
+        named_modules = list(self.named_modules())
+        parameters = self.parameters()
+        seen = {id(parameter) for parameter in parameters}
+        for module_name, module in named_modules:
+            for position, parameter in enumerate(module.extra_parameters_for_transfer()):
+                if not isinstance(parameter, Parameter):
+                    raise TypeError(
+                        f"{type(module).__name__} '{module_name or '(root)'}': item "
+                        f"{position} of extra_parameters_for_transfer() is a "
+                        f"{type(parameter).__name__}, not a Parameter"
+                    )
+                if id(parameter) not in seen:
+                    seen.add(id(parameter))
+                    parameters.append(parameter)
+
+        # Prepare: every destination array first; the tree is untouched until all succeeded.
+        staged_parameters = [
+            (parameter, copy_to_backend(backend, parameter.data))
+            for parameter in parameters
+            if device_of(parameter.data) != device
+        ]
+        staged_arrays: list[tuple[Module, dict[str, Any], dict[str, Any]]] = []
+        for module_name, module in named_modules:
+            arrays = module.extra_arrays_for_transfer()
+            if not arrays:
+                continue
+            where = f"{type(module).__name__} '{module_name or '(root)'}'"
+            if not isinstance(arrays, dict):
+                raise TypeError(f"{where}: extra_arrays_for_transfer() must return a dict "
+                                f"of arrays, got {type(arrays).__name__}")
+            original = dict(arrays)
+            moved = {}
+            for key, array in original.items():
+                if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+                    raise TypeError(f"{where}: extra_arrays_for_transfer()['{key}'] is a "
+                                    f"{type(array).__name__}, not an array")
+                moved[key] = array if device_of(array) == device \
+                    else copy_to_backend(backend, array)
+            staged_arrays.append((module, original, moved))
+
+        # Commit. Hooks are user code, so they run first and, if one raises, every hook run
+        # so far (the failing one included) gets its original arrays back; the parameter
+        # assignments that follow cannot fail.
+        for done, (module, _original, moved) in enumerate(staged_arrays):
+            try:
+                module.load_transferred_arrays(moved)
+            except BaseException:
+                for undo, original, _moved in reversed(staged_arrays[: done + 1]):
+                    with contextlib.suppress(Exception):  # the first error is the one to see
+                        undo.load_transferred_arrays(original)
+                raise
+        for parameter, array in staged_parameters:
+            parameter._data = array
+            parameter._bump_version()
+            parameter.grad = None
+        return self
+
     # ------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, np.ndarray]:
-        """A copy of every parameter's values, keyed by dotted name, in parameter order."""
-        return {name: np.array(p.data, copy=True) for name, p in self.named_parameters()}
+        """A numpy copy of every parameter's values (copied to the host from any device),
+        keyed by dotted name, in parameter order."""
+        return {name: to_numpy(p.data) for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values in by name. All problems are collected and reported in one

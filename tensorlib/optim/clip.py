@@ -71,7 +71,8 @@ def clip_grad_norm(params_or_module: ParamsOrModule, max_norm: float) -> float:
         coefficient = max_norm / (norm + CLIP_EPSILON)
         for parameter, grad in present:
             factor = grad.dtype.type(coefficient)
-            if getattr(grad, "flags", None) is not None and grad.flags.writeable:
+            flags = getattr(grad, "flags", None)  # older CuPy flags have no "writeable"
+            if flags is not None and getattr(flags, "writeable", True):
                 grad *= factor
             else:  # a read-only array: replace it by a scaled copy
                 parameter.grad = grad * factor

@@ -14,7 +14,7 @@ from tensorlib.autograd import (
     no_grad,
     unbroadcast,
 )
-from tensorlib.gradcheck import GradcheckError, gradcheck
+from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.nn.rng import manual_seed
 from tensorlib.tensor import (
     Tensor,
@@ -41,7 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
-    "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck", "int32",
-    "int64", "is_grad_enabled", "manual_seed", "maximum", "nn", "no_grad", "ones", "ones_like",
-    "optim", "split", "stack", "tensor", "unbroadcast", "where", "zeros", "zeros_like",
+    "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck",
+    "gradcheck_module", "int32", "int64", "is_grad_enabled", "manual_seed", "maximum", "nn",
+    "no_grad", "ones", "ones_like", "optim", "split", "stack", "tensor", "unbroadcast", "where",
+    "zeros", "zeros_like",
 ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
+from tensorlib.autograd import no_grad
 from tensorlib.tensor import Tensor
 
 
@@ -17,6 +19,47 @@ def _projection_weights(shape: tuple[int, ...]) -> np.ndarray:
     """Fixed, distinct, non-symmetric weights: the vector of the vector-Jacobian product."""
     count = int(np.prod(shape))
     return (np.cos(np.arange(count) * 1.618 + 0.3) + 1.5).reshape(shape)
+
+
+def _backward_with_projection(output: Any) -> np.ndarray:
+    """Run ``output.backward(w)`` with the fixed weights ``w``; return ``w``."""
+    if not isinstance(output, Tensor):
+        raise TypeError(f"gradcheck: the function must return a Tensor, got "
+                        f"{type(output).__name__}")
+    weights = _projection_weights(output.shape).astype(output.dtype)
+    output.backward(weights)
+    return weights
+
+
+def _compare(what: str, array: np.ndarray, analytic: np.ndarray,
+             projected: Callable[[], float], indices: Iterable[tuple[int, ...]],
+             eps: float, atol: float, rtol: float) -> None:
+    """Central differences of ``projected`` at ``indices`` of ``array`` against ``analytic``.
+
+    Each element is nudged in place by ±eps and restored exactly. Raises ``GradcheckError``
+    naming the worst element.
+    """
+    worst: tuple[float, tuple[int, ...], float, float] | None = None
+    for index in indices:
+        original = array[index]
+        array[index] = original + eps
+        upper = projected()
+        array[index] = original - eps
+        lower = projected()
+        array[index] = original
+        numeric = (upper - lower) / (2 * eps)
+        error = abs(float(analytic[index]) - numeric)
+        excess = error - (atol + rtol * abs(numeric))
+        if not excess <= 0 and (worst is None or not excess <= worst[0]):
+            worst = (excess if excess == excess else np.inf, index, float(analytic[index]),
+                     numeric)
+    if worst is not None:
+        _, index, analytic_value, numeric = worst
+        raise GradcheckError(
+            f"gradcheck failed for {what} (shape {array.shape}) at index "
+            f"{tuple(int(i) for i in index)}: analytic {analytic_value!r}, numeric {numeric!r} "
+            f"(abs error {abs(analytic_value - numeric):.3g} > atol {atol} + rtol {rtol} * "
+            "|numeric|)")
 
 
 def gradcheck(fn: Callable[..., Tensor], *inputs: Tensor, eps: float = 1e-6,
@@ -45,41 +88,47 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Tensor, eps: float = 1e-6,
     if not checked:
         raise ValueError("gradcheck: no input requires grad")
 
-    output = fn(*prepared)
-    if not isinstance(output, Tensor):
-        raise TypeError(f"gradcheck: fn must return a Tensor, got {type(output).__name__}")
-    weights = _projection_weights(output.shape).astype(output.dtype)
-    output.backward(weights)
+    weights = _backward_with_projection(fn(*prepared))
 
     def projected() -> float:
-        from tensorlib.autograd import no_grad
-
         with no_grad():
             return float(np.sum(fn(*prepared).data.astype(np.float64) * weights))
 
     for position in checked:
         leaf = prepared[position]
         analytic = leaf.grad if leaf.grad is not None else np.zeros_like(leaf.data)
-        numeric = np.zeros(leaf.shape, dtype=np.float64)
-        array = leaf.data
-        for index in np.ndindex(leaf.shape):
-            original = array[index]
-            array[index] = original + eps
-            upper = projected()
-            array[index] = original - eps
-            lower = projected()
-            array[index] = original
-            numeric[index] = (upper - lower) / (2 * eps)
-        error = np.abs(analytic - numeric)
-        allowed = atol + rtol * np.abs(numeric)
-        if np.any(~(error <= allowed)):
-            worst = np.unravel_index(np.nanargmax(np.where(np.isnan(error), np.inf,
-                                                           error - allowed)), leaf.shape)
-            raise GradcheckError(
-                f"gradcheck failed for input {position} (shape {leaf.shape}) at index "
-                f"{tuple(int(i) for i in worst)}: analytic {analytic[worst]!r}, numeric "
-                f"{numeric[worst]!r} (abs error {error[worst]:.3g} > "
-                f"atol {atol} + rtol {rtol} * |numeric|)")
+        _compare(f"input {position}", leaf.data, analytic, projected, np.ndindex(leaf.shape),
+                 eps, atol, rtol)
     return True
 
 
+def gradcheck_module(module: Any, run: Callable[[], Tensor], eps: float = 1e-6,
+                     atol: float = 1e-5, rtol: float = 1e-3, entries: int | None = None) -> int:
+    """Check the gradient of every trainable float64 parameter of ``module``.
+
+    ``run()`` computes an output from the module (e.g. ``lambda: layer(x)``). One backward
+    gives every parameter's analytic gradient; each is compared with central differences at
+    all elements, or at ``entries`` evenly spread elements of each parameter for big models.
+    Returns the number of parameters checked; raises ``GradcheckError`` naming the parameter
+    and element on a mismatch.
+    """
+    named = [(name, p) for name, p in module.named_parameters() if p.trainable]
+    for name, parameter in named:
+        if parameter.dtype != np.float64:
+            raise TypeError(f"gradcheck_module: parameter '{name}' has dtype "
+                            f"{parameter.dtype}; build the module with dtype=float64")
+    module.zero_grad()
+    weights = _backward_with_projection(run())
+
+    def projected() -> float:
+        with no_grad():
+            return float(np.sum(run().data * weights))
+
+    for name, parameter in named:
+        analytic = parameter.grad if parameter.grad is not None else np.zeros(parameter.shape)
+        count = parameter.size if entries is None else min(entries, parameter.size)
+        flat = np.unique(np.linspace(0, parameter.size - 1, count).astype(int))
+        indices = zip(*np.unravel_index(flat, parameter.shape), strict=True)
+        _compare(f"parameter '{name}'", parameter.data, analytic, projected, indices,
+                 eps, atol, rtol)
+    return len(named)

@@ -6,32 +6,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
+from tensorlib.gradcheck import gradcheck_module
 from tensorlib.nn import Dropout, Linear, MultiheadAttention, Rng
-
-
-def check_parameter_gradients(module, run, eps=1e-6, atol=1e-7, rtol=1e-5):
-    """Every parameter's gradient from one backward of run() against central differences."""
-    out = run()
-    weights = np.cos(np.arange(out.size) * 1.618 + 0.3).reshape(out.shape) + 1.5
-    module.zero_grad()
-    out.backward(weights)
-    checked = 0
-    for name, parameter in module.named_parameters():
-        assert parameter.dtype == np.float64, name
-        numeric = np.zeros(parameter.shape)
-        array = parameter.data
-        with tl.no_grad():
-            for index in np.ndindex(parameter.shape):
-                original = array[index]
-                array[index] = original + eps
-                upper = float(np.sum(run().data * weights))
-                array[index] = original - eps
-                lower = float(np.sum(run().data * weights))
-                array[index] = original
-                numeric[index] = (upper - lower) / (2 * eps)
-        np.testing.assert_allclose(parameter.grad, numeric, atol=atol, rtol=rtol, err_msg=name)
-        checked += 1
-    return checked
 
 
 def numpy_attention(x, qkv_weight, qkv_bias, output_weight, output_bias, heads):
@@ -147,7 +123,7 @@ def test_attention_probabilities_are_causal_rows_summing_to_one():
 def test_backward_through_every_parameter_and_the_input():
     layer = make_attention(4, 2, seed=9)
     x = tl.Tensor(np.random.default_rng(2).normal(size=(2, 3, 4)), requires_grad=True)
-    assert check_parameter_gradients(layer, lambda: layer(x)) == 4
+    assert gradcheck_module(layer, lambda: layer(x), atol=1e-7, rtol=1e-5) == 4
     assert tl.gradcheck(lambda t: layer(t), x)
 
 

@@ -546,3 +546,27 @@ def test_retained_gradient_survives_graph_release():
     b.retain_grad()
     (b * b).sum().backward()
     np.testing.assert_allclose(b.grad, [4.0, 8.0])
+
+
+def test_gradcheck_module_checks_every_parameter_and_catches_a_wrong_one():
+    from tensorlib.gradcheck import GradcheckError, gradcheck_module
+    from tensorlib.nn import Linear, Rng
+
+    layer = Linear(3, 2, rng=Rng(0), dtype=np.float64)
+    x = tl.tensor(np.linspace(-1.0, 1.0, 12).reshape(4, 3))
+    assert gradcheck_module(layer, lambda: layer(x).tanh()) == 2
+
+    class Halved(Function):  # a deliberately wrong backward
+        @staticmethod
+        def forward(ctx, a):
+            return a * 3.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 1.5
+
+    with pytest.raises(GradcheckError, match="parameter 'weight'"):
+        gradcheck_module(layer, lambda: Halved.apply(layer(x)))
+    float32_layer = Linear(3, 2, rng=Rng(0))
+    with pytest.raises(TypeError, match="float64"):
+        gradcheck_module(float32_layer, lambda: float32_layer(x.float()))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
+from tensorlib.gradcheck import gradcheck_module
 from tensorlib.nn import (
     Decoder,
     DecoderBlock,
@@ -21,36 +22,6 @@ from tensorlib.nn import (
     manual_seed,
 )
 from tensorlib.nn import functional as F
-
-
-def check_parameter_gradients(module, run, eps=1e-6, atol=1e-7, rtol=1e-5, entries=None):
-    """Every parameter's gradient from one backward of run() against central differences
-    (at ``entries`` evenly spread elements of each parameter, or all of them)."""
-    out = run()
-    weights = np.cos(np.arange(out.size) * 1.618 + 0.3).reshape(out.shape) + 1.5
-    module.zero_grad()
-    out.backward(weights)
-    checked = 0
-    for name, parameter in module.named_parameters():
-        assert parameter.dtype == np.float64, name
-        numeric = np.zeros(parameter.shape)
-        array = parameter.data
-        with tl.no_grad():
-            count = parameter.size if entries is None else min(entries, parameter.size)
-            flat = np.unique(np.linspace(0, parameter.size - 1, count).astype(int))
-            for index in zip(*np.unravel_index(flat, parameter.shape), strict=True):
-                original = array[index]
-                array[index] = original + eps
-                upper = float(np.sum(run().data * weights))
-                array[index] = original - eps
-                lower = float(np.sum(run().data * weights))
-                array[index] = original
-                numeric[index] = (upper - lower) / (2 * eps)
-        checked_grad = parameter.grad.reshape(-1)[flat]
-        np.testing.assert_allclose(checked_grad, numeric.reshape(-1)[flat], atol=atol, rtol=rtol,
-                                   err_msg=name)
-        checked += 1
-    return checked
 
 
 def perturb_constants(module, seed=0):
@@ -101,7 +72,7 @@ def test_block_backward_through_every_parameter():
     block = DecoderBlock(4, 2, rng=Rng(3), dtype=np.float64)
     perturb_constants(block, seed=1)
     x = tl.Tensor(np.random.default_rng(2).normal(size=(2, 3, 4)), requires_grad=True)
-    assert check_parameter_gradients(block, lambda: block(x), entries=12) == 12
+    assert gradcheck_module(block, lambda: block(x), entries=12, atol=1e-7, rtol=1e-5) == 12
     assert tl.gradcheck(lambda t: block(t), x)
 
 
@@ -202,7 +173,9 @@ def test_decoder_gradients_match_central_differences():
     perturb_constants(model, seed=3)
     ids = Rng(5).integers(0, 5, (2, 4))
     targets = Rng(6).integers(0, 5, (2, 4))
-    assert check_parameter_gradients(model, lambda: model.loss(ids, targets), entries=8) == 18
+    checked = gradcheck_module(model, lambda: model.loss(ids, targets), entries=8, atol=1e-7,
+                               rtol=1e-5)
+    assert checked == 18
 
 
 def test_loss_at_initialization_is_close_to_log_vocabulary():

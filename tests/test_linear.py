@@ -7,37 +7,9 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import gradcheck
+from tensorlib.gradcheck import gradcheck_module
 from tensorlib.nn import Linear, Rng, manual_seed
 from tensorlib.nn.rng import default_rng
-
-
-def check_parameter_gradients(module, run, eps=1e-6, atol=1e-7, rtol=1e-5):
-    """Every parameter's gradient from one backward of run() against central differences.
-
-    The module must hold float64 parameters; run() returns a tensor, contracted with fixed
-    weights to a scalar.
-    """
-    out = run()
-    weights = np.cos(np.arange(out.size) * 1.618 + 0.3).reshape(out.shape) + 1.5
-    module.zero_grad()
-    out.backward(weights)
-    checked = 0
-    for name, parameter in module.named_parameters():
-        assert parameter.dtype == np.float64, name
-        numeric = np.zeros(parameter.shape)
-        array = parameter.data
-        with tl.no_grad():
-            for index in np.ndindex(parameter.shape):
-                original = array[index]
-                array[index] = original + eps
-                upper = float(np.sum(run().data * weights))
-                array[index] = original - eps
-                lower = float(np.sum(run().data * weights))
-                array[index] = original
-                numeric[index] = (upper - lower) / (2 * eps)
-        np.testing.assert_allclose(parameter.grad, numeric, atol=atol, rtol=rtol, err_msg=name)
-        checked += 1
-    return checked
 
 
 def test_names_shapes_and_default_init():
@@ -83,7 +55,7 @@ def test_backward_through_input_weight_and_bias():
     with tl.no_grad():
         layer.bias.copy_(np.array([0.3, -0.2]))
     x = tl.Tensor(np.random.default_rng(1).normal(size=(2, 4, 3)), requires_grad=True)
-    assert check_parameter_gradients(layer, lambda: layer(x)) == 2
+    assert gradcheck_module(layer, lambda: layer(x), atol=1e-7, rtol=1e-5) == 2
     assert gradcheck(lambda t: layer(t), x)
 
 

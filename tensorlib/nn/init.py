@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-from tensorlib.nn.rng import Rng
+from tensorlib.nn.rng import Rng, check_float_dtype, normalize_shape
 
 __all__ = [
     "POLICIES",
@@ -47,31 +47,7 @@ POLICIES: tuple[str, ...] = (
 
 
 def _as_shape(shape) -> tuple[int, ...]:
-    """Validate an int or a sequence of non-negative ints and return it as a tuple."""
-    if isinstance(shape, (bool, np.bool_)):
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
-    if isinstance(shape, numbers.Integral):
-        result = (int(shape),)
-    elif isinstance(shape, (tuple, list)):
-        for dim in shape:
-            if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, numbers.Integral):
-                raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
-        result = tuple(int(dim) for dim in shape)
-    else:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
-    if any(dim < 0 for dim in result):
-        raise ValueError(f"shape must not contain negative dimensions, got {shape!r}")
-    return result
-
-
-def _as_float_dtype(dtype) -> np.dtype:
-    try:
-        result = np.dtype(dtype)
-    except TypeError as error:
-        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}") from error
-    if result.kind != "f":
-        raise TypeError(f"dtype must be a floating-point dtype, got {result}")
-    return result
+    return normalize_shape(shape, "shape")
 
 
 def _check_rng(rng, policy: str) -> Rng:
@@ -111,12 +87,12 @@ def fan_in_and_fan_out(shape) -> tuple[int, int]:
 
 def zeros(shape, dtype=np.float32) -> np.ndarray:
     """An array of zeros (policy ``"zero"``)."""
-    return np.zeros(_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return np.zeros(_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def ones(shape, dtype=np.float32) -> np.ndarray:
     """An array of ones (policy ``"one"``)."""
-    return np.ones(_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return np.ones(_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
@@ -124,7 +100,7 @@ def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.n
     _check_rng(rng, "xavier_uniform")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     bound = _check_gain(gain) * math.sqrt(6.0 / (fan_in + fan_out))
-    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
@@ -132,7 +108,7 @@ def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.nd
     _check_rng(rng, "xavier_normal")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     std = _check_gain(gain) * math.sqrt(2.0 / (fan_in + fan_out))
-    return rng.normal(0.0, std, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
@@ -140,7 +116,7 @@ def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     _check_rng(rng, "he_uniform")
     fan_in, _ = fan_in_and_fan_out(shape)
     bound = math.sqrt(6.0 / fan_in)
-    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
@@ -148,7 +124,7 @@ def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     _check_rng(rng, "he_normal")
     fan_in, _ = fan_in_and_fan_out(shape)
     std = math.sqrt(2.0 / fan_in)
-    return rng.normal(0.0, std, size=_as_shape(shape), dtype=_as_float_dtype(dtype))
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=check_float_dtype(dtype))
 
 
 def initialize(policy: str, shape, rng: Rng | None = None, dtype=np.float32) -> np.ndarray:

@@ -131,25 +131,26 @@ def _to_float32(value: float, what: str) -> np.float32:
     return _F32(value)
 
 
-def _normalize_size(size) -> tuple[int, ...]:
-    """Turn an int or a tuple of ints into a shape tuple, validating every entry."""
-    if isinstance(size, (bool, np.bool_)):
-        raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
-    if isinstance(size, numbers.Integral):
-        shape = (int(size),)
-    elif isinstance(size, (tuple, list)):
-        for dim in size:
+def normalize_shape(value, what: str = "size") -> tuple[int, ...]:
+    """Turn an int or a tuple/list of ints into a shape tuple, validating every entry."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an int or a tuple of ints, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        shape = (int(value),)
+    elif isinstance(value, (tuple, list)):
+        for dim in value:
             if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, numbers.Integral):
-                raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
-        shape = tuple(int(dim) for dim in size)
+                raise TypeError(f"{what} must be an int or a tuple of ints, got {value!r}")
+        shape = tuple(int(dim) for dim in value)
     else:
-        raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
+        raise TypeError(f"{what} must be an int or a tuple of ints, got {value!r}")
     if any(dim < 0 for dim in shape):
-        raise ValueError(f"size must not contain negative dimensions, got {size!r}")
+        raise ValueError(f"{what} must not contain negative dimensions, got {value!r}")
     return shape
 
 
-def _check_float_dtype(dtype) -> np.dtype:
+def check_float_dtype(dtype) -> np.dtype:
+    """``np.dtype(dtype)``, which must be a floating-point dtype."""
     try:
         result = np.dtype(dtype)
     except TypeError as error:
@@ -220,7 +221,7 @@ class Rng:
         if size is None:
             self._state = (self._state + _GOLDEN_GAMMA) & _MASK64
             return _mix_scalar(self._state)
-        shape = _normalize_size(size)
+        shape = normalize_shape(size)
         return self._draw_u64_array(int(np.prod(shape, dtype=np.int64))).reshape(shape)
 
     # ------------------------------------------------------------- uniform
@@ -248,7 +249,7 @@ class Rng:
             # numpy float32 scalar arithmetic rounds exactly like the array path below.
             unit = _F32(self.next_u64() >> 40) * _F32_INV_2_POW_24
             return float(low32 + width32 * unit)
-        out_dtype, shape = _check_float_dtype(dtype), _normalize_size(size)
+        out_dtype, shape = check_float_dtype(dtype), normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         values = low32 + width32 * _unit_float32(self._draw_u64_array(count))
         return values.reshape(shape).astype(out_dtype, copy=False)
@@ -279,7 +280,7 @@ class Rng:
         if size is None:
             out_dtype, shape = np.dtype(np.float32), ()
         else:
-            out_dtype, shape = _check_float_dtype(dtype), _normalize_size(size)
+            out_dtype, shape = check_float_dtype(dtype), normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         draws = self._draw_u64_array(2 * count).reshape(count, 2)  # (count, [v1, v2])
         top24 = (draws[:, 0] >> np.uint64(40)).astype(np.float32)
@@ -315,7 +316,7 @@ class Rng:
         span = high - low
         if size is None:
             return low + ((self.next_u64() * span) >> 64)
-        shape = _normalize_size(size)
+        shape = normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         offsets = _multiply_high_u64(self._draw_u64_array(count), span)
         with np.errstate(over="ignore"):
@@ -384,7 +385,7 @@ class Rng:
             indices = np.sum(cumulative <= targets[:, None], axis=1)  # (B,)
             return np.minimum(indices, weights.shape[1] - 1).astype(np.int64)
 
-        shape = () if size is None else _normalize_size(size)
+        shape = () if size is None else normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         targets = self._unit_float64(count) * totals
         indices = np.searchsorted(cumulative, targets, side="right")

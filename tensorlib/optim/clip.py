@@ -6,12 +6,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from tensorlib.backend import array_module
 from tensorlib.nn.module import Parameter
-from tensorlib.optim.optimizer import ParamsOrModule, check_real, collect_parameters
-from tensorlib.tensor import Tensor
+from tensorlib.optim.optimizer import (
+    ParamsOrModule,
+    check_real,
+    collect_parameters,
+    gradient_array,
+)
 
 CLIP_EPSILON = 1e-6  # the coefficient is max_norm / (norm + CLIP_EPSILON), as in PyTorch
 
@@ -31,19 +33,8 @@ def _present_gradients(params_or_module: ParamsOrModule) -> list[tuple[Parameter
     parameters, names = collect_parameters(params_or_module)
     present = []
     for parameter, name in zip(parameters, names, strict=True):
-        grad = parameter.grad
-        if grad is None:
-            continue
-        if isinstance(grad, Tensor):
-            grad = grad.data
-        if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
-            grad = np.asarray(grad)
-        if tuple(grad.shape) != parameter.shape:
-            raise ValueError(
-                f"gradient of '{name}' has shape {tuple(grad.shape)}, but the parameter has "
-                f"shape {parameter.shape}"
-            )
-        present.append((parameter, grad))
+        if parameter.grad is not None:
+            present.append((parameter, gradient_array(parameter, f"'{name}'")))
     return present
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +20,17 @@ from tensorlib.nn.module import Module, Parameter
 from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Iterable[Parameter]
+
+# Every live optimizer, weakly: an optimizer leaves the set when it is garbage collected.
+# ``optimizers_holding`` lets a layer refuse to release a weight an optimizer still updates
+# (NF4 quantization, tensorlib.nn.quant).
+_live_optimizers: weakref.WeakSet[Optimizer] = weakref.WeakSet()
+
+
+def optimizers_holding(parameter: Parameter) -> list[Optimizer]:
+    """The live optimizers whose parameter list contains ``parameter`` (by identity)."""
+    return [optimizer for optimizer in list(_live_optimizers)
+            if any(p is parameter for p in optimizer.parameters)]
 
 
 def collect_parameters(params_or_module: ParamsOrModule) -> tuple[list[Parameter], list[str]]:
@@ -115,6 +127,22 @@ def staged_array(name: str, value: Any, parameter: Parameter) -> np.ndarray:
     return array
 
 
+def gradient_array(parameter: Parameter, label: str) -> Any:
+    """``parameter.grad`` as an array, checked to have the parameter's shape.
+
+    ``label`` names the parameter in the error (e.g. ``"parameter 2 ('fc.weight', ...)"``).
+    """
+    grad = parameter.grad
+    if isinstance(grad, Tensor):
+        grad = grad.data
+    if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
+        grad = np.asarray(grad)
+    if tuple(grad.shape) != parameter.shape:
+        raise ValueError(f"gradient of {label} has shape {tuple(grad.shape)}, but the "
+                         f"parameter has shape {parameter.shape}")
+    return grad
+
+
 class Optimizer:
     """Base class: ``parameters``, ``zero_grad()`` and the checked gradient gathering.
 
@@ -125,6 +153,7 @@ class Optimizer:
         parameters, names = collect_parameters(params_or_module)
         self.parameters: list[Parameter] = parameters
         self._names = names
+        _live_optimizers.add(self)
 
     def describe(self, index: int) -> str:
         """``parameter 2 ('blocks.0.weight', shape (4, 4))`` for error messages."""
@@ -148,16 +177,7 @@ class Optimizer:
         for index, parameter in enumerate(self.parameters):
             if not parameter.trainable or parameter.grad is None:
                 continue
-            grad = parameter.grad
-            if isinstance(grad, Tensor):
-                grad = grad.data
-            if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
-                grad = np.asarray(grad)
-            if tuple(grad.shape) != parameter.shape:
-                raise ValueError(
-                    f"gradient of {self.describe(index)} has shape {tuple(grad.shape)}; "
-                    "it must match the parameter's shape"
-                )
+            grad = gradient_array(parameter, self.describe(index))
             if grad.dtype.kind not in "fiu":
                 raise TypeError(
                     f"gradient of {self.describe(index)} has dtype {grad.dtype}, "

@@ -1,4 +1,4 @@
-"""Causal multi-head self-attention with a fused Q/K/V projection."""
+"""Causal multi-head self-attention with a fused Q/K/V projection, and its key/value cache."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import (
     Dropout,
@@ -20,7 +21,72 @@ from tensorlib.nn.module import Module, Parameter
 from tensorlib.nn.rng import Rng
 from tensorlib.tensor import Tensor
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["KVCache", "MultiheadAttention"]
+
+
+class KVCache:
+    """The keys and values ``(B, H, T, D)`` one attention layer has computed so far.
+
+    Storage for ``capacity`` positions is allocated at the first :meth:`append` (with that
+    call's batch, heads, width, dtype and array module); ``length`` counts the positions
+    filled. Caches are for inference: they hold raw arrays, so no gradient flows through them.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = check_positive_int(capacity, "KVCache capacity")
+        self.length = 0
+        self.keys: Any = None  # (B, H, capacity, D) once allocated
+        self.values: Any = None
+
+    def append(self, keys: Any, values: Any) -> tuple[Any, Any]:
+        """Store ``keys`` and ``values`` ``(B, H, T_new, D)`` after the cached positions and
+        return views of everything cached, ``(B, H, length, D)`` each.
+
+        Raises ValueError (and stores nothing) when the shapes disagree with each other or
+        with what is cached, or when the new positions would not fit in ``capacity``.
+        """
+        if keys.shape != values.shape or keys.ndim != 4:
+            raise ValueError(f"KVCache.append needs keys and values of one (B, H, T, D) shape, "
+                             f"got {keys.shape} and {values.shape}")
+        batch, heads, new, width = keys.shape
+        if self.keys is not None:
+            held = (self.keys.shape[0], self.keys.shape[1], self.keys.shape[3])  # (B, H, D)
+            if held != (batch, heads, width) or keys.dtype != self.keys.dtype:
+                raise ValueError(f"KVCache holds (B, H, D) = {held} of {self.keys.dtype}, got "
+                                 f"keys of shape {keys.shape} and dtype {keys.dtype}")
+        if self.length + new > self.capacity:
+            raise ValueError(f"KVCache is full: {self.length} cached + {new} new positions "
+                             f"exceed the capacity {self.capacity}")
+        if self.keys is None:
+            xp = array_module(keys)
+            self.keys = xp.empty((batch, heads, self.capacity, width), dtype=keys.dtype)
+            self.values = xp.empty_like(self.keys)
+        end = self.length + new
+        self.keys[:, :, self.length:end] = keys
+        self.values[:, :, self.length:end] = values
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def reset(self) -> None:
+        """Forget every cached position (the storage is kept for reuse)."""
+        self.length = 0
+
+    def __repr__(self) -> str:
+        shape = None if self.keys is None else tuple(self.keys.shape)
+        return f"KVCache(length={self.length}, capacity={self.capacity}, storage={shape})"
+
+
+def _causal_softmax_from(scores: Tensor, scale: float, start: int) -> Tensor:
+    """Causal softmax of ``scale * scores (B, H, T_new, T_total)`` where query ``i`` sits at
+    position ``start + i`` and may attend to keys ``0 .. start + i``."""
+    if start == 0:
+        return F.causal_softmax(scores, scale=scale)  # square: the fused op
+    scaled = scores * scale
+    queries, keys = scores.shape[-2:]
+    if queries > 1:  # a single newest query sees every key: nothing to mask
+        forbidden = np.triu(np.ones((queries, keys), dtype=bool), k=start + 1)  # (T_new, T_total)
+        scaled = scaled.masked_fill(forbidden, -math.inf)
+    return scaled.softmax(-1)
 
 
 class MultiheadAttention(Module):
@@ -52,9 +118,16 @@ class MultiheadAttention(Module):
         self.output = Linear(self.channels, self.channels, rng=generator, dtype=dtype)
         self.output_dropout = Dropout(dropout, rng=rng)
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> Any:
+    def forward(self, x: Tensor, return_attention: bool = False,
+                cache: KVCache | None = None) -> Any:
         """``x (B, T, C)`` → ``(B, T, C)``; with ``return_attention`` also the attention
-        probabilities ``(B, H, T, T)``."""
+        probabilities ``(B, H, T, T_total)``.
+
+        Without a cache ``T_total = T``. With a :class:`KVCache` (inference only: no tensor
+        involved may require grad) the new keys and values are appended to it, and the ``T``
+        new queries, at positions ``length .. length + T - 1`` of the cached sequence, attend
+        causally over all ``T_total = length + T`` cached positions.
+        """
         check_input(x, "MultiheadAttention", self.channels, ndim=3)
         batch, length, channels = x.shape
         heads, width = self.heads, self.head_width
@@ -63,12 +136,28 @@ class MultiheadAttention(Module):
         qkv = x.reshape(batch * length, channels) @ fused_weight + self.qkv_bias.reshape(-1)
         qkv = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         query, key, value = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
-        scores = query @ key.transpose()  # (B, H, T, T)
-        probabilities = F.causal_softmax(scores, scale=1.0 / math.sqrt(width))  # (B, H, T, T)
+        start = 0
+        if cache is not None:
+            key, value, start = self._extend_cache(cache, key, value)  # (B, H, T_total, D)
+        scores = query @ key.transpose()  # (B, H, T, T_total)
+        probabilities = _causal_softmax_from(scores, 1.0 / math.sqrt(width), start)
         context = probabilities @ value  # (B, H, T, D)
         merged = context.permute(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
         out = self.output_dropout(self.output(merged))
         return (out, probabilities) if return_attention else out
+
+    @staticmethod
+    def _extend_cache(cache: KVCache, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, int]:
+        """Append the new keys/values to ``cache``; return all cached ones and the position
+        of the first new query."""
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+        if key.requires_grad or value.requires_grad:
+            raise RuntimeError("a KVCache holds no autograd history: run cached attention "
+                               "under tensorlib.no_grad()")
+        start = cache.length
+        keys, values = cache.append(key.data, value.data)  # (B, H, T_total, D) views
+        return Tensor(keys), Tensor(values), start
 
     def extra_repr(self) -> str:
         return f"channels={self.channels}, heads={self.heads}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from tensorlib.autograd import no_grad
 from tensorlib.nn import functional as F
-from tensorlib.nn.attention import MultiheadAttention
+from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
     Dropout,
     Embedding,
@@ -29,6 +30,10 @@ from tensorlib.tensor import Tensor
 
 __all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
 
+# A recorder receives (name, tensor) pairs; activation capture installs one (see
+# tensorlib.nn.capture). It is None otherwise, and then costs one attribute check.
+Recorder = Callable[[str, Tensor], None]
+
 
 class DecoderBlock(Module):
     """One pre-norm transformer block on ``(B, T, C)``::
@@ -37,7 +42,8 @@ class DecoderBlock(Module):
         x = x + mlp_dropout(mlp_output(gelu(mlp_input(mlp_norm(x)))))
 
     Children, in order: ``attention_norm, attention, mlp_norm, mlp_input (C → 4C),
-    mlp_output (4C → C), mlp_dropout``. GELU is the exact (erf) form.
+    mlp_output (4C → C), mlp_dropout``. GELU is the exact (erf) form. ``recorder`` is None
+    unless :func:`tensorlib.nn.capture_activations` is recording this block.
     """
 
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
@@ -57,12 +63,26 @@ class DecoderBlock(Module):
         self.mlp_input = Linear(self.channels, hidden, rng=generator, dtype=dtype)
         self.mlp_output = Linear(hidden, self.channels, rng=generator, dtype=dtype)
         self.mlp_dropout = Dropout(dropout, rng=rng)
+        self.recorder: Recorder | None = None
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """``x (B, T, C)`` → ``(B, T, C)``; ``cache`` is passed on to the attention (the new
+        positions follow the cached ones)."""
         check_input(x, "DecoderBlock", self.channels, ndim=3)
-        x = x + self.attention(self.attention_norm(x))
+        record = self.recorder
+        attended = self.attention(self.attention_norm(x), return_attention=record is not None,
+                                  cache=cache)
+        if record is not None:
+            attended, probabilities = attended
+            record("attention", probabilities)  # (B, H, T, T_total)
+        x = x + attended
+        if record is not None:
+            record("residual_attention", x)
         hidden = F.gelu(self.mlp_input(self.mlp_norm(x)))  # (B, T, 4C)
-        return x + self.mlp_dropout(self.mlp_output(hidden))
+        x = x + self.mlp_dropout(self.mlp_output(hidden))
+        if record is not None:
+            record("residual_mlp", x)
+        return x
 
 
 @dataclass(frozen=True)
@@ -97,6 +117,7 @@ class Decoder(Module):
 
     Children: ``token_embedding, positional_embedding, blocks`` (a ModuleList of
     DecoderBlocks), ``final_norm, language_model_head`` (Linear C → V with bias).
+    ``recorder`` is None unless :func:`tensorlib.nn.capture_activations` is recording.
     """
 
     def __init__(self, config: DecoderConfig, rng: Rng | None = None, dtype: Any = np.float32):
@@ -118,6 +139,7 @@ class Decoder(Module):
         self.final_norm = LayerNorm(c.channels, c.eps, dtype=dtype)
         self.language_model_head = Linear(c.channels, c.vocabulary_size, rng=generator,
                                           dtype=dtype)
+        self.recorder: Recorder | None = None  # set by capture_activations
 
     def _token_ids(self, token_ids: Any, what: str = "token id") -> np.ndarray:
         ids = F.token_ids(token_ids, self.config.vocabulary_size, what)
@@ -128,16 +150,63 @@ class Decoder(Module):
                              f"shape {ids.shape}")
         return ids
 
-    def forward(self, token_ids: Any) -> Tensor:
-        """Integer ids ``(B, T)`` with ``T <= context_length`` → logits ``(B, T, V)``."""
+    def new_cache(self) -> list[KVCache]:
+        """One empty :class:`KVCache` per block, each with room for ``context_length``
+        positions, for :meth:`forward` with ``caches``."""
+        return [KVCache(self.config.context_length) for _ in self.blocks]
+
+    def _cache_start(self, caches: Any, batch: int, length: int) -> int:
+        """Validate ``caches`` for ``length`` new positions of ``batch`` rows, before
+        anything changes; return how many positions they already hold."""
+        if isinstance(caches, KVCache) or not isinstance(caches, Sequence) \
+                or len(caches) != len(self.blocks) \
+                or not all(isinstance(c, KVCache) for c in caches):
+            raise TypeError(f"caches must be a sequence of {len(self.blocks)} KVCaches (one per "
+                            f"block, see Decoder.new_cache), got {caches!r}")
+        starts = {c.length for c in caches}
+        if len(starts) != 1:
+            raise ValueError(f"the blocks' caches hold different lengths {sorted(starts)}")
+        start = starts.pop()
+        for index, cache in enumerate(caches):
+            if cache.keys is not None and cache.keys.shape[0] != batch:
+                raise ValueError(f"caches[{index}] holds {cache.keys.shape[0]} sequences, got "
+                                 f"token ids for {batch}")
+            if start + length > cache.capacity:
+                raise ValueError(f"{start} cached + {length} new positions exceed "
+                                 f"caches[{index}]'s capacity {cache.capacity}")
+        if start + length > self.config.context_length:
+            raise ValueError(f"{start} cached + {length} new positions exceed the context "
+                             f"length {self.config.context_length}")
+        return start
+
+    def forward(self, token_ids: Any, caches: Sequence[KVCache] | None = None) -> Tensor:
+        """Integer ids ``(B, T)`` → logits ``(B, T, V)``.
+
+        Without ``caches``: ``T <= context_length``, at positions ``0 .. T-1``. With
+        ``caches`` (one KVCache per block, from :meth:`new_cache`; inference only, under
+        ``no_grad``) the ids are the next ``T`` tokens of sequences whose first ``start``
+        positions are cached: they sit at positions ``start .. start + T - 1`` (at most
+        ``context_length``), every block appends their keys and values, and the logits are
+        those a forward pass over the whole sequence gives at these positions.
+        """
         ids = self._token_ids(token_ids)
-        if ids.shape[1] > self.config.context_length:
-            raise ValueError(f"sequence length {ids.shape[1]} exceeds the context length "
-                             f"{self.config.context_length}")
+        batch, length = ids.shape
+        if caches is None:
+            if length > self.config.context_length:
+                raise ValueError(f"sequence length {length} exceeds the context length "
+                                 f"{self.config.context_length}")
+            start = 0
+        else:
+            start = self._cache_start(caches, batch, length)
         x = self.token_embedding(ids)  # (B, T, C)
-        x = self.positional_embedding(x)  # (B, T, C)
-        for block in self.blocks:
-            x = block(x)
+        if start == 0:
+            x = self.positional_embedding(x)  # (B, T, C)
+        else:  # positions continue after the cached ones
+            x = x + self.positional_embedding.table(np.arange(start, start + length))
+        if self.recorder is not None:
+            self.recorder("embedding", x)
+        for index, block in enumerate(self.blocks):
+            x = block(x, cache=None if caches is None else caches[index])
         return self.language_model_head(self.final_norm(x))  # (B, T, V)
 
     def loss(self, token_ids: Any, targets: Any) -> Tensor:
@@ -150,15 +219,27 @@ class Decoder(Module):
         return F.cross_entropy(self.forward(ids), target_ids)
 
     def generate(self, token_ids: Any, max_new_tokens: int, temperature: float = 1.0,
-                 top_k: int | None = None, rng: Rng | None = None) -> np.ndarray:
+                 top_k: int | None = None, rng: Rng | None = None,
+                 use_cache: bool = True) -> np.ndarray:
         """Sample ``max_new_tokens`` tokens after each prompt row of ``token_ids (B, T)``.
 
-        Runs in eval mode under ``no_grad`` (each module's previous mode is restored after),
-        feeding at most the last ``context_length`` tokens. Logits are divided by
-        ``temperature`` (> 0); with ``top_k`` only the k largest logits of each row can be
-        drawn (ties with the k-th value are kept). Samples come from
-        ``rng.sample_categorical`` (the default generator when ``rng`` is None), so the
-        result is determined by the generator's state. Returns int64 ``(B, T + max_new)``.
+        Runs in eval mode under ``no_grad`` (each module's previous mode is restored after).
+        Each next token is drawn from the logits of the last position of the last
+        ``context_length`` tokens, divided by ``temperature`` (> 0); with ``top_k`` only
+        the k largest logits of each row can be drawn (ties with the k-th value are kept).
+        Samples come from ``rng.sample_categorical`` (the default generator when ``rng`` is
+        None), so the result is determined by the generator's state. Returns int64
+        ``(B, T + max_new)``.
+
+        ``use_cache=False`` recomputes the whole window at every step. ``use_cache=True``
+        (the default) gives the same tokens faster: one forward pass over the prompt fills
+        a :class:`KVCache` per block, then each step feeds only the newest token, at
+        position ``current length - 1``, attending over the cached keys and values. Once
+        the sequence is longer than ``context_length`` the window slides and its positions
+        restart at 0, which changes every cached key and value, so from then on each step
+        recomputes the window (exactly as ``use_cache=False``): the cache speeds up the
+        first ``context_length`` positions. The logits of the two paths agree to float
+        rounding, not bit for bit (the sums run in another order).
         """
         ids = self._token_ids(token_ids)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
@@ -174,20 +255,25 @@ class Decoder(Module):
                                   or not 1 <= top_k <= vocabulary):
             raise ValueError(f"top_k must be None or an integer in [1, {vocabulary}], "
                              f"got {top_k!r}")
+        if not isinstance(use_cache, (bool, np.bool_)):
+            raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
         generator = resolve_rng(rng)
+        window = self.config.context_length
         modes = [(module, module.training) for module in self.modules()]
         self.eval()
         try:
             with no_grad():
+                caches: list[KVCache] | None = None
                 for _ in range(int(max_new_tokens)):
-                    context = ids[:, -self.config.context_length:]  # (B, <= L)
-                    logits = self.forward(context).data[:, -1, :]  # (B, V)
-                    logits = np.asarray(logits, dtype=np.float64) / float(temperature)
-                    if top_k is not None and top_k < vocabulary:
-                        kth = np.partition(logits, -top_k, axis=-1)[:, [-top_k]]  # (B, 1)
-                        logits = np.where(logits < kth, -np.inf, logits)
-                    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V)
-                    next_ids = generator.sample_categorical(weights)  # (B,)
+                    if not use_cache or ids.shape[1] > window:
+                        logits = self.forward(ids[:, -window:])  # recompute the window
+                    elif caches is None:
+                        caches = self.new_cache()
+                        logits = self.forward(ids, caches)  # prefill: the whole prompt
+                    else:
+                        logits = self.forward(ids[:, -1:], caches)  # the newest token only
+                    next_ids = _sample_next(logits.data[:, -1, :], temperature, top_k,
+                                            generator)  # (B,)
                     ids = np.concatenate([ids, next_ids[:, None]], axis=1)
         finally:
             for module, mode in modes:
@@ -198,3 +284,13 @@ class Decoder(Module):
         c = self.config
         return (f"vocabulary_size={c.vocabulary_size}, context_length={c.context_length}, "
                 f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
+
+
+def _sample_next(logits: Any, temperature: float, top_k: int | None, generator: Rng) -> np.ndarray:
+    """Draw one id per row of ``logits (B, V)`` after temperature and top-k filtering."""
+    logits = np.asarray(logits, dtype=np.float64) / float(temperature)  # (B, V)
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = np.partition(logits, -top_k, axis=-1)[:, [-top_k]]  # (B, 1)
+        logits = np.where(logits < kth, -np.inf, logits)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V)
+    return generator.sample_categorical(weights)  # (B,)

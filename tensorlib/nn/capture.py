@@ -1,0 +1,151 @@
+"""Recording what a Decoder computes inside: attention probabilities and the residual stream.
+
+``capture_activations(model)`` installs a recorder on the model's :class:`Decoder` and
+:class:`DecoderBlock` modules for the duration of a ``with`` block; outside it their
+``recorder`` is None and a forward pass does no extra work and keeps no extra arrays.
+
+Names (relative to ``model``; a Decoder nested at ``decoder`` gives ``decoder.embedding``):
+
+- ``embedding``: token plus position embedding, ``(B, T, C)``;
+- ``blocks.<i>.attention``: block i's attention probabilities, ``(B, H, T, T_total)``;
+- ``blocks.<i>.residual_attention``: the residual stream after the attention branch,
+  ``(B, T, C)``;
+- ``blocks.<i>.residual_mlp``: the residual stream after the MLP branch (the block's
+  output), ``(B, T, C)``.
+
+Here ``T`` is the number of positions the pass computes and ``T_total`` the number it
+attends over: equal for an ordinary forward pass; during cached generation
+(:meth:`Decoder.generate` with ``use_cache=True``) the prefill pass records the prompt
+(``T = T_total = prompt length``) and each later step records only the newest position
+(``T = 1``, ``T_total`` = the sequence length so far). Steps after the sequence outgrows
+the context window recompute the whole window and record it (``T = T_total =
+context_length``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from tensorlib.backend import to_numpy
+from tensorlib.nn.module import Module
+from tensorlib.nn.transformer import Decoder, DecoderBlock
+from tensorlib.tensor import Tensor
+
+__all__ = ["ActivationCapture", "capture_activations"]
+
+
+class ActivationCapture:
+    """What :func:`capture_activations` recorded.
+
+    ``passes`` holds one dict per forward pass of the model (a full forward pass, a
+    generation prefill, or one cached generation step), mapping names to numpy copies, in
+    the order they were computed. A pass ends when a name it already holds is recorded again.
+    """
+
+    def __init__(self) -> None:
+        self.passes: list[dict[str, np.ndarray]] = []
+
+    def _record(self, prefix: str, name: str, tensor: Tensor) -> None:
+        full_name = prefix + name
+        if not self.passes or full_name in self.passes[-1]:
+            self.passes.append({})
+        self.passes[-1][full_name] = to_numpy(tensor.data)  # a host copy
+
+    @property
+    def names(self) -> list[str]:
+        """Every recorded name, in the order first recorded."""
+        seen: dict[str, None] = {}
+        for record in self.passes:
+            seen.update(dict.fromkeys(record))
+        return list(seen)
+
+    def __len__(self) -> int:
+        """The number of forward passes recorded."""
+        return len(self.passes)
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in record for record in self.passes)
+
+    def _check_name(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(f"nothing recorded under {name!r}; recorded names: {self.names}")
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """The array recorded under ``name`` by the latest pass that recorded it."""
+        self._check_name(name)
+        return next(record[name] for record in reversed(self.passes) if name in record)
+
+    def arrays(self, name: str) -> list[np.ndarray]:
+        """The arrays recorded under ``name``, one per pass, oldest first."""
+        self._check_name(name)
+        return [record[name] for record in self.passes if name in record]
+
+    def attention_map(self, name: str = "blocks.0.attention") -> np.ndarray:
+        """Join the attention rows of the passes over one growing sequence (a prefill and
+        the cached steps after it) into one ``(B, H, N, N)`` map; zero above the diagonal.
+
+        Each pass's probabilities ``(B, H, T, T_total)`` are the rows of positions
+        ``T_total - T .. T_total - 1``. Raises ValueError when the passes do not continue
+        one another (separate forward passes, or steps after the window slid: read those
+        one by one with :meth:`arrays`).
+        """
+        pieces = self.arrays(name)
+        if pieces[0].ndim != 4:
+            raise ValueError(f"{name!r} holds arrays of shape {pieces[0].shape}, not attention "
+                             "probabilities (B, H, T, T_total)")
+        rows = 0
+        for index, piece in enumerate(pieces):
+            first = piece.shape[-1] - piece.shape[-2]  # position of this pass's first query
+            if first != rows or piece.shape[:2] != pieces[0].shape[:2]:
+                raise ValueError(f"pass {index} of {name!r} (shape {piece.shape}) does not "
+                                 f"continue the {rows} positions before it")
+            rows += piece.shape[-2]
+        batch, heads = pieces[0].shape[:2]
+        joined = np.zeros((batch, heads, rows, rows), dtype=pieces[0].dtype)  # (B, H, N, N)
+        for piece in pieces:
+            total = piece.shape[-1]
+            joined[:, :, total - piece.shape[-2]:total, :total] = piece
+        return joined
+
+    def __repr__(self) -> str:
+        return f"ActivationCapture({len(self)} passes, names={self.names})"
+
+
+def _recordable(model: Any) -> list[tuple[str, Module]]:
+    if not isinstance(model, Module):
+        raise TypeError(f"capture_activations needs a Module, got {type(model).__name__}")
+    found = [(name + "." if name else "", module) for name, module in model.named_modules()
+             if isinstance(module, (Decoder, DecoderBlock))]
+    if not found:
+        raise TypeError(f"capture_activations needs a Decoder or a module holding "
+                        f"DecoderBlocks; {type(model).__name__} has none")
+    busy = [prefix.rstrip(".") or "(root)" for prefix, module in found
+            if module.recorder is not None]
+    if busy:
+        raise RuntimeError(f"activations of {', '.join(busy)} are already being captured")
+    return found
+
+
+@contextmanager
+def capture_activations(model: Module) -> Iterator[ActivationCapture]:
+    """Record attention probabilities and residual-stream activations of every forward
+    pass of ``model`` inside the ``with`` block (see the module docstring for the names).
+
+    ``model`` is a Decoder, or any module holding Decoders or DecoderBlocks. The recorders
+    are removed on leaving the block, also when an exception leaves it. Capturing a model
+    that is already being captured raises RuntimeError.
+    """
+    targets = _recordable(model)
+    capture = ActivationCapture()
+    try:
+        for prefix, module in targets:
+            module.recorder = partial(capture._record, prefix)
+        yield capture
+    finally:
+        for _, module in targets:
+            module.recorder = None

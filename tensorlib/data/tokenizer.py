@@ -139,6 +139,11 @@ def _check_words(words: Iterable[str]) -> list[str]:
     return list(words)
 
 
+def _check_tokenizer(tokenizer: CharTokenizer) -> None:
+    if not isinstance(tokenizer, CharTokenizer):
+        raise TypeError(f"tokenizer must be a CharTokenizer, got {type(tokenizer).__name__}")
+
+
 def context_target_pairs(
     words: Iterable[str], tokenizer: CharTokenizer, context_length: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -157,6 +162,7 @@ def context_target_pairs(
     ([[0, 0], [0, 1], [1, 2]], [1, 2, 0])
     """
     words = _check_words(words)
+    _check_tokenizer(tokenizer)
     context_length = _check_positive_int(context_length, "context_length")
     boundary = [tokenizer.boundary_id]
     stream: list[int] = []
@@ -201,6 +207,7 @@ def sequence_targets(
     when the stream is shorter than ``block_size + 1``.
     """
     words = _check_words(words)
+    _check_tokenizer(tokenizer)
     block_size = _check_positive_int(block_size, "block_size")
     stride = block_size if stride is None else _check_positive_int(stride, "stride")
     boundary = [tokenizer.boundary_id]

@@ -130,6 +130,9 @@ class MultiheadAttention(Module):
         """
         check_input(x, "MultiheadAttention", self.channels, ndim=3)
         batch, length, channels = x.shape
+        if length == 0:
+            raise ValueError(f"MultiheadAttention needs at least one position, got input "
+                             f"shape {x.shape}")
         heads, width = self.heads, self.head_width
         # All three projections in one (B*T, C) @ (C, 3C) product: column block i is W[i].
         fused_weight = self.qkv_weight.permute(1, 0, 2).reshape(channels, 3 * channels)

@@ -1,10 +1,12 @@
 """Stateless neural-network functions: activations, softmax, losses, masks, dropout.
 
 The ops that matter for speed and numerical stability are single fused ``Function``s with a
-hand-derived backward: ``cross_entropy``, ``layer_norm``, ``embedding`` (a row gather),
-``causal_softmax`` (attention's scaled, causally masked softmax) and ``dropout``. Each has a
-*reference twin* (``..._reference``) built from the chain of primitive ops, so notebooks and
-tests can check that the fused op agrees with it in value and in gradient.
+hand-derived backward: ``cross_entropy``, ``layer_norm``, ``linear`` (x Wᵀ + b),
+``embedding`` (a row gather), ``causal_softmax`` (attention's scaled, causally masked
+softmax), ``causal_attention`` (the whole attention core, from fused Q/K/V to merged heads)
+and ``dropout``. Each has a *reference twin* (``..._reference``) built from the chain of
+primitive ops, so notebooks and tests can check that the fused op agrees with it in value
+and in gradient.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from tensorlib.nn.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
+    "causal_attention",
+    "causal_attention_reference",
     "causal_mask",
     "apply_causal_mask",
     "causal_softmax",
@@ -34,6 +38,8 @@ __all__ = [
     "gelu",
     "layer_norm",
     "layer_norm_reference",
+    "linear",
+    "linear_reference",
     "log_softmax",
     "log_softmax_reference",
     "relu",
@@ -53,7 +59,7 @@ def _check_tensor(value: Any, what: str) -> Tensor:
 
 def _check_floating(value: Any, what: str) -> Tensor:
     _check_tensor(value, what)
-    if not np.issubdtype(value.dtype, np.floating):
+    if value.dtype.kind != "f":  # float16/32/64 (np.issubdtype is slow on a hot path)
         raise TypeError(f"{what} must be a floating-point tensor, got dtype {value.dtype}")
     return value
 
@@ -116,6 +122,8 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
     elif isinstance(ids, (bool, np.bool_)):
         raise TypeError(f"{what}s must be integers, got a bool")
     elif isinstance(ids, numbers.Integral):
+        if not 0 <= int(ids) < limit:
+            raise IndexError(f"{what} {int(ids)} is out of range [0, {limit})")
         array = np.asarray(int(ids), dtype=np.int64)
     else:
         try:
@@ -129,15 +137,14 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
             array = array.astype(np.int64)  # an empty list has numpy's default float dtype
         else:
             raise TypeError(f"{what}s must have an integer dtype, got {array.dtype}")
-    array = array.astype(np.int64, copy=False)
-    if array.size:
+    if array.size:  # checked before the cast, so a huge uint64 id is named as it is
         bad = (array < 0) | (array >= limit)
         if bad.any():
             first = int(array[bad].reshape(-1)[0])
             position = tuple(int(i) for i in np.argwhere(bad)[0])
             raise IndexError(f"{what} {first} at position {position} is out of range "
                              f"[0, {limit})")
-    return array
+    return array.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------------- cross-entropy
@@ -285,6 +292,166 @@ def causal_softmax_reference(scores: Tensor, scale: float = 1.0) -> Tensor:
     return softmax_reference(scores * float(scale) + mask)
 
 
+# --------------------------------------------------------------------------------- linear
+class LinearFunction(Function):
+    """y = x Wᵀ + b over the last axis of ``x (..., in)``, one node and one matrix product.
+
+    The leading axes are folded into rows, so forward and each gradient are a single GEMM:
+    dx = dy W, dW = dyᵀ x (rows summed), db = Σ dy over rows.
+    """
+
+    op_name = "linear"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, *bias: Any) -> Any:
+        rows = x.reshape(-1, x.shape[-1])  # (N, in)
+        out = rows @ weight.T  # (N, out), a fresh array
+        if bias:
+            out += bias[0]
+        ctx.save_for_backward(x, weight)
+        return out.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        x, weight = ctx.saved_tensors
+        rows_grad = grad.reshape(-1, grad.shape[-1])  # (N, out)
+        wanted = ctx.needs_input_grad
+        grad_x = (rows_grad @ weight).reshape(x.shape) if wanted[0] else None
+        grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
+        if len(wanted) == 2:
+            return grad_x, grad_weight
+        grad_bias = rows_grad.sum(axis=0) if wanted[2] else None
+        return grad_x, grad_weight, grad_bias
+
+
+def _check_linear(x: Any, weight: Any, bias: Any) -> None:
+    _check_floating(x, "linear input")
+    _check_floating(weight, "linear weight")
+    if weight.ndim != 2:
+        raise ValueError(f"linear weight must be 2-D (out, in), got shape {weight.shape}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: input of shape {x.shape} does not end in the weight's "
+                         f"{weight.shape[1]} input features (weight shape {weight.shape})")
+    if bias is not None:
+        _check_floating(bias, "linear bias")
+        if bias.shape != (weight.shape[0],):
+            raise ValueError(f"linear bias of shape {bias.shape} does not match the weight's "
+                             f"{weight.shape[0]} output features")
+    dtypes = {t.dtype for t in (x, weight, bias) if t is not None}
+    if len(dtypes) > 1:
+        raise TypeError(f"linear: mixed dtypes {sorted(map(str, dtypes))}")
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x (..., in) @ weight (out, in)ᵀ + bias (out,)`` → ``(..., out)``. One fused node."""
+    _check_linear(x, weight, bias)
+    if bias is None:
+        return LinearFunction.apply(x, weight)
+    return LinearFunction.apply(x, weight, bias)
+
+
+def linear_reference(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """The primitive chain: matmul with the transposed weight, then add the bias."""
+    _check_linear(x, weight, bias)
+    out = x @ weight.transpose()
+    return out if bias is None else out + bias
+
+
+# --------------------------------------------------------------------------------- attention
+class CausalAttentionFunction(Function):
+    """Causal self-attention from fused projections to merged heads, one node.
+
+    ``qkv (B, T, 3C)`` holds the query, key and value projections side by side, each split
+    into ``heads`` blocks of width D = C / heads. With q, k, v the (B, H, T, D) views,
+    P = causal_softmax(scale · q kᵀ) and the output merges the heads of P v into (B, T, C).
+    Backward, with dO split into heads the same way::
+
+        dv = Pᵀ dO,   dP = dO vᵀ,   dS = scale · P ⊙ (dP - Σ_j dP ⊙ P),
+        dq = dS k,    dk = dSᵀ q
+
+    written straight into the (B, T, 3, H, D) gradient of ``qkv``: no copies of q, k, v.
+    """
+
+    op_name = "causal_attention"
+
+    @staticmethod
+    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
+        xp = array_module(qkv)
+        batch, length, triple = qkv.shape
+        channels = triple // 3
+        split = qkv.reshape(batch, length, 3, heads, channels // heads)  # (B, T, 3, H, D)
+        query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
+        scores *= scores.dtype.type(scale)
+        forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
+        xp.copyto(scores, -xp.inf, where=forbidden)
+        scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
+        probabilities = xp.exp(scores, out=scores)
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        context = probabilities @ value  # (B, H, T, D)
+        ctx.save_for_backward(qkv, probabilities)
+        ctx.heads, ctx.scale = heads, scale
+        return context.transpose(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        qkv, probabilities = ctx.saved_tensors
+        xp = array_module(qkv)
+        batch, length, triple = qkv.shape
+        heads, width = ctx.heads, triple // 3 // ctx.heads
+        split = qkv.reshape(batch, length, 3, heads, width)
+        query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # (B,H,T,D)
+        grad_qkv = xp.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
+        grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
+                                            for i in range(3))
+        xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)
+        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
+        grad_scores -= (grad_scores * probabilities).sum(axis=-1, keepdims=True)
+        grad_scores *= probabilities
+        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
+        xp.matmul(grad_scores, key, out=grad_query)
+        xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)
+        return grad_qkv.reshape(batch, length, triple)
+
+
+def _check_attention(qkv: Any, heads: int) -> None:
+    _check_floating(qkv, "causal_attention qkv")
+    if isinstance(heads, bool) or not isinstance(heads, numbers.Integral) or heads < 1:
+        raise ValueError(f"causal_attention heads must be a positive integer, got {heads!r}")
+    if qkv.ndim != 3 or qkv.shape[-1] % (3 * heads) or qkv.shape[1] == 0:
+        raise ValueError(f"causal_attention expects qkv of shape (B, T, 3C) with T >= 1 and C "
+                         f"divisible by heads={heads}, got shape {qkv.shape}")
+
+
+def causal_attention(qkv: Tensor, heads: int, scale: float | None = None) -> Tensor:
+    """Causal multi-head self-attention core: ``qkv (B, T, 3C)`` → ``(B, T, C)``.
+
+    ``qkv[..., :C]``, ``[..., C:2C]`` and ``[..., 2C:]`` are the query, key and value
+    projections; each is split into ``heads`` heads of width D = C / heads. Position t
+    attends to positions 0..t; scores are scaled by ``scale`` (default 1/sqrt(D)). One
+    fused node; ``causal_attention_reference`` is its primitive twin.
+    """
+    _check_attention(qkv, heads)
+    width = qkv.shape[-1] // 3 // heads
+    scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
+    return CausalAttentionFunction.apply(qkv, heads=int(heads), scale=scale)
+
+
+def causal_attention_reference(qkv: Tensor, heads: int, scale: float | None = None) -> Tensor:
+    """The primitive chain: split heads, q kᵀ, causal_softmax_reference, @ v, merge heads."""
+    _check_attention(qkv, heads)
+    batch, length, triple = qkv.shape
+    channels = triple // 3
+    width = channels // heads
+    scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
+    split = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3,B,H,T,D)
+    query, key, value = split[0], split[1], split[2]
+    probabilities = causal_softmax_reference(query @ key.transpose(), scale)  # (B, H, T, T)
+    context = probabilities @ value  # (B, H, T, D)
+    return context.permute(0, 2, 1, 3).reshape(batch, length, channels)
+
+
 # --------------------------------------------------------------------------------- layer norm
 class LayerNormFunction(Function):
     """y = (x - mean) / sqrt(var + eps) · weight + bias over the last axis, one node.
@@ -301,13 +468,16 @@ class LayerNormFunction(Function):
         xp = array_module(x)
         weight = affine[0] if has_weight else None
         bias = affine[-1] if has_bias else None
-        centered = x - x.mean(axis=-1, keepdims=True)
-        variance = (centered * centered).mean(axis=-1, keepdims=True)  # biased, as PyTorch
+        # Centered for now. Shifting by each row's first entry before taking the mean makes
+        # a constant row exactly 0 (so its output is exactly ``bias``) at any magnitude.
+        normalized = x - x[..., :1]
+        normalized -= normalized.mean(axis=-1, keepdims=True)
+        variance = xp.square(normalized).mean(axis=-1, keepdims=True)  # biased, as PyTorch
         inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # (..., 1)
-        normalized = centered * inverse_std
+        normalized *= inverse_std
         out = normalized if weight is None else normalized * weight
         if bias is not None:
-            out = out + bias
+            out = out + bias if out is normalized else xp.add(out, bias, out=out)
         ctx.save_for_backward(normalized, inverse_std, weight)
         ctx.has_weight, ctx.has_bias = has_weight, has_bias
         return out
@@ -317,16 +487,23 @@ class LayerNormFunction(Function):
         normalized, inverse_std, weight = ctx.saved_tensors
         width = normalized.shape[-1]
         grads: list[Any] = [None]
-        if ctx.needs_input_grad[0]:
-            g = grad if weight is None else grad * weight
-            grads[0] = inverse_std * (g - g.mean(axis=-1, keepdims=True)
-                                      - normalized * (g * normalized).mean(axis=-1, keepdims=True))
+        projected = grad * normalized  # dy ⊙ x̂
         if ctx.has_weight:
             wanted = ctx.needs_input_grad[1]
-            grads.append((grad * normalized).reshape(-1, width).sum(axis=0) if wanted else None)
+            grads.append(projected.reshape(-1, width).sum(axis=0) if wanted else None)
         if ctx.has_bias:
             wanted = ctx.needs_input_grad[-1]
             grads.append(grad.reshape(-1, width).sum(axis=0) if wanted else None)
+        if ctx.needs_input_grad[0]:
+            if weight is not None:
+                projected *= weight  # g ⊙ x̂ with g = dy ⊙ weight
+            g = grad * weight if weight is not None else grad.copy()
+            g -= g.mean(axis=-1, keepdims=True)
+            projected_mean = projected.mean(axis=-1, keepdims=True)
+            array_module(g).multiply(normalized, projected_mean, out=projected)
+            g -= projected
+            g *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+            grads[0] = g
         return tuple(grads)
 
 

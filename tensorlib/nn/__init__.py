@@ -2,7 +2,8 @@
 losses and the GPT-style decoder."""
 
 from tensorlib.nn import functional, init
-from tensorlib.nn.attention import MultiheadAttention
+from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.capture import ActivationCapture, capture_activations
 from tensorlib.nn.layers import (
     GELU,
     MLP,
@@ -16,7 +17,22 @@ from tensorlib.nn.layers import (
     Sigmoid,
     Tanh,
 )
+from tensorlib.nn.lora import (
+    LowRankAdapter,
+    attach_lora,
+    detach_lora,
+    lora_parameters,
+    merge_lora,
+)
 from tensorlib.nn.module import Module, ModuleList, Parameter, StateDictError
+from tensorlib.nn.quant import (
+    NF4Weight,
+    export_merged,
+    model_memory_bytes,
+    quantization_error,
+    quantize_linear,
+    quantize_model,
+)
 from tensorlib.nn.rng import Rng, default_rng, manual_seed
 from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 
@@ -25,4 +41,8 @@ __all__ = [
     "Identity", "LayerNorm", "Linear", "Module", "ModuleList", "MultiheadAttention",
     "Parameter", "PositionalEmbedding", "ReLU", "Rng", "Sigmoid", "StateDictError", "Tanh",
     "default_rng", "functional", "init", "manual_seed",
+    "ActivationCapture", "KVCache", "capture_activations",
+    "LowRankAdapter", "NF4Weight", "attach_lora", "detach_lora", "export_merged",
+    "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",
+    "quantize_linear", "quantize_model",
 ]

@@ -1,0 +1,336 @@
+"""Tests for tensorlib.nn.lora: LowRankAdapter, attach_lora, lora_parameters, merge_lora."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tensorlib as tl
+from tensorlib import gradcheck
+from tensorlib.nn import Decoder, DecoderConfig, Linear, Rng
+from tensorlib.nn.lora import (
+    LowRankAdapter,
+    attach_lora,
+    detach_lora,
+    find_linear_layers,
+    lora_parameters,
+    merge_lora,
+)
+from tensorlib.optim import SGD, AdamW
+
+CONFIG = DecoderConfig(vocabulary_size=11, context_length=6, channels=8, heads=2, layers=2)
+PATTERNS = ["blocks.*.attention.output", "blocks.*.mlp_*"]
+
+
+def small_decoder(seed=0, dtype=np.float32):
+    return Decoder(CONFIG, rng=Rng(seed), dtype=dtype)
+
+
+def token_batch(seed=1, shape=(3, 6)):
+    return Rng(seed).integers(0, CONFIG.vocabulary_size, size=shape)
+
+
+def logits(model, ids):
+    with tl.no_grad():
+        return model(ids).data.copy()
+
+
+def randomize_b(model, seed=5, scale=0.5):
+    """Give every adapter a non-zero B, as training would."""
+    rng = Rng(seed)
+    with tl.no_grad():
+        for name, parameter in lora_parameters(model).items():
+            if name.endswith(".B"):
+                parameter.copy_(rng.normal(0.0, scale, size=parameter.shape,
+                                           dtype=parameter.dtype))
+
+
+def numeric_parameter_check(parameters, run, eps=1e-6, atol=1e-7, rtol=1e-5):
+    """Each parameter's .grad from one backward of run() against central differences."""
+    out = run()
+    weights = np.cos(np.arange(out.size) * 1.618 + 0.3).reshape(out.shape) + 1.5
+    for parameter in parameters.values():
+        parameter.grad = None
+    out.backward(weights)
+    for name, parameter in parameters.items():
+        assert parameter.grad is not None, name
+        numeric = np.zeros(parameter.shape)
+        array = parameter.data
+        with tl.no_grad():
+            for index in np.ndindex(parameter.shape):
+                original = array[index]
+                array[index] = original + eps
+                upper = float(np.sum(run().data * weights))
+                array[index] = original - eps
+                lower = float(np.sum(run().data * weights))
+                array[index] = original
+                numeric[index] = (upper - lower) / (2 * eps)
+        np.testing.assert_allclose(parameter.grad, numeric, atol=atol, rtol=rtol, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- the adapter
+def test_adapter_shapes_and_initialization():
+    adapter = LowRankAdapter(12, 5, rank=3, alpha=6, rng=Rng(0))
+    assert adapter.A.shape == (3, 12) and adapter.B.shape == (5, 3)
+    assert adapter.A.dtype == np.float32 and adapter.B.dtype == np.float32
+    assert adapter.scale == 2.0
+    assert np.all(adapter.B.data == 0)
+    bound = 1 / math.sqrt(12)
+    assert np.all(np.abs(adapter.A.data) <= bound)
+    assert np.abs(adapter.A.data).max() > 0.5 * bound  # really drawn, not tiny
+    assert adapter.A.trainable and adapter.B.trainable
+    again = LowRankAdapter(12, 5, rank=3, alpha=6, rng=Rng(0))
+    np.testing.assert_array_equal(adapter.A.data, again.A.data)
+    other = LowRankAdapter(12, 5, rank=3, alpha=6, rng=Rng(1))
+    assert not np.array_equal(adapter.A.data, other.A.data)
+    assert [name for name, _ in adapter.named_parameters()] == ["A", "B"]
+
+
+def test_adapter_forward_matches_formula():
+    adapter = LowRankAdapter(4, 3, rank=2, alpha=3, rng=Rng(0), dtype=np.float64)
+    with tl.no_grad():
+        adapter.B.copy_(np.arange(6, dtype=np.float64).reshape(3, 2) - 2.5)
+    x = Rng(2).normal(size=(2, 5, 4), dtype=np.float64)
+    expected = 1.5 * x @ adapter.A.data.T @ adapter.B.data.T
+    np.testing.assert_allclose(adapter(tl.tensor(x)).data, expected, rtol=1e-12)
+    np.testing.assert_allclose(adapter.delta_weight(), 1.5 * adapter.B.data @ adapter.A.data)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"rank": 0}, ValueError), ({"rank": 2.0}, TypeError), ({"rank": True}, TypeError),
+    ({"alpha": 0}, ValueError), ({"alpha": -1.0}, ValueError), ({"alpha": math.inf}, ValueError),
+    ({"alpha": True}, TypeError), ({"alpha": "8"}, TypeError), ({"alpha": math.nan}, ValueError),
+])
+def test_adapter_rejects_bad_arguments(kwargs, error):
+    arguments = {"rank": 2, "alpha": 4.0} | kwargs
+    with pytest.raises(error):
+        LowRankAdapter(4, 3, arguments["rank"], arguments["alpha"], rng=Rng(0))
+
+
+# ----------------------------------------------------------------------------- gradients
+def test_lora_linear_gradcheck_float64():
+    layer = Linear(5, 4, rng=Rng(0), dtype=np.float64)
+    attach_lora(layer, "*", rank=2, alpha=4, rng=Rng(1))
+    randomize_b(layer)
+    x = tl.tensor(Rng(3).normal(size=(2, 3, 5), dtype=np.float64), requires_grad=True)
+    assert gradcheck(lambda t: layer(t), x)
+    adapter_parameters = lora_parameters(layer)
+    assert list(adapter_parameters) == ["lora.A", "lora.B"]
+    numeric_parameter_check(adapter_parameters, lambda: layer(x))
+    assert layer.weight.grad is None and layer.bias.grad is None  # frozen base
+
+
+def test_lora_decoder_gradients_float64():
+    model = small_decoder(dtype=np.float64)
+    attach_lora(model, ["blocks.0.attention.output", "blocks.1.mlp_output"], rank=1,
+                alpha=2, rng=Rng(1))
+    randomize_b(model, scale=0.3)
+    ids, targets = token_batch(1, (2, 4)), token_batch(2, (2, 4))
+    numeric_parameter_check(lora_parameters(model), lambda: model.loss(ids, targets))
+    assert all(p.grad is None for p in model.parameters())
+
+
+# ----------------------------------------------------------------------------- attaching
+def test_attach_leaves_outputs_unchanged_and_freezes_the_base():
+    model = small_decoder()
+    ids = token_batch()
+    before = logits(model, ids)
+    names_before = [name for name, _ in model.named_parameters()]
+    count_before = model.num_parameters()
+    attached = attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    assert attached == ["blocks.0.attention.output", "blocks.0.mlp_input",
+                        "blocks.0.mlp_output", "blocks.1.attention.output",
+                        "blocks.1.mlp_input", "blocks.1.mlp_output"]
+    np.testing.assert_array_equal(logits(model, ids), before)  # B = 0: exactly unchanged
+    assert all(not p.trainable for p in model.parameters())
+    assert model.trainable_parameters() == []
+    # the base schema is untouched
+    assert [name for name, _ in model.named_parameters()] == names_before
+    assert model.num_parameters() == count_before
+    assert list(model.state_dict()) == names_before
+    assert not any("lora" in name for name, _ in model.named_modules())
+    assert "lora=(rank=2, alpha=4)" in repr(model.blocks[0].mlp_input)
+
+
+def test_lora_parameters_names_order_and_count():
+    model = small_decoder()
+    attach_lora(model, ["blocks.*.mlp_input", "blocks.0.attention.output"], rank=3, alpha=3,
+                rng=Rng(3))
+    named = lora_parameters(model)
+    assert list(named) == [
+        "blocks.0.attention.output.lora.A", "blocks.0.attention.output.lora.B",
+        "blocks.0.mlp_input.lora.A", "blocks.0.mlp_input.lora.B",
+        "blocks.1.mlp_input.lora.A", "blocks.1.mlp_input.lora.B",
+    ]
+    assert named["blocks.0.mlp_input.lora.B"].shape == (32, 3)
+    assert sum(p.size for p in named.values()) == 3 * (8 + 8) + 2 * 3 * (8 + 32)
+    assert all(p.trainable for p in named.values())
+    assert list(lora_parameters(model)) == list(named)  # stable
+    base = {id(p) for p in model.parameters()}
+    assert not any(id(p) in base for p in named.values())
+
+
+def test_base_checkpoint_still_loads():
+    trained = small_decoder(seed=7)
+    model = small_decoder(seed=0)
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    model.load_state_dict(trained.state_dict())  # strict: same keys, same shapes
+    ids = token_batch()
+    np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
+
+
+def test_attach_errors_change_nothing():
+    model = small_decoder()
+    with pytest.raises(ValueError, match="matches no Linear.*blocks.0.mlp_input"):
+        attach_lora(model, "blocks.*.attn", rank=2, alpha=4)
+    with pytest.raises(ValueError, match="'blocks.0.attention'"):
+        # matches a MultiheadAttention (not a Linear) and nothing else
+        attach_lora(model, ["blocks.0.mlp_input", "blocks.0.attention"], rank=2, alpha=4)
+    with pytest.raises(TypeError):
+        attach_lora(model, [3], rank=2, alpha=4)
+    with pytest.raises(ValueError):
+        attach_lora(model, [], rank=2, alpha=4)
+    with pytest.raises(ValueError):
+        attach_lora(model, "*", rank=0, alpha=4)
+    with pytest.raises(ValueError):
+        attach_lora(model, "*", rank=2, alpha=-4)
+    assert lora_parameters(model) == {}
+    assert all(p.trainable for p in model.parameters())
+
+    attach_lora(model, "blocks.0.mlp_input", rank=2, alpha=4, rng=Rng(0))
+    before = lora_parameters(model)
+    with pytest.raises(ValueError, match="already have a LoRA adapter: blocks.0.mlp_input"):
+        attach_lora(model, "blocks.*.mlp_*", rank=2, alpha=4, rng=Rng(0))
+    assert list(lora_parameters(model)) == list(before)
+    assert all(a is b for a, b in zip(lora_parameters(model).values(), before.values(),
+                                      strict=True))
+
+
+def test_adapter_cannot_be_registered_by_assignment():
+    layer = Linear(3, 2, rng=Rng(0))
+    with pytest.raises(KeyError):
+        layer.lora = LowRankAdapter(3, 2, 1, 1.0, rng=Rng(0))
+
+
+def test_find_linear_layers_patterns():
+    model = small_decoder()
+    names = [name for name, _ in find_linear_layers(model, "blocks.1.*")]
+    assert names == ["blocks.1.attention.output", "blocks.1.mlp_input", "blocks.1.mlp_output"]
+    everything = [name for name, _ in find_linear_layers(model)]
+    assert everything[-1] == "language_model_head" and len(everything) == 7
+
+
+def test_training_moves_only_the_adapters():
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    base = {name: p.data.copy() for name, p in model.named_parameters()}
+    ids, targets = token_batch(1), token_batch(2)
+    optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
+    losses = []
+    for _ in range(15):
+        optimizer.zero_grad()
+        loss = model.loss(ids, targets)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.data))
+    assert losses[-1] < losses[0] - 0.2
+    for name, parameter in model.named_parameters():
+        np.testing.assert_array_equal(parameter.data, base[name], err_msg=name)
+        assert parameter.grad is None
+    assert any(np.abs(p.data).max() > 0 for n, p in lora_parameters(model).items()
+               if n.endswith(".B"))
+
+
+# ----------------------------------------------------------------------------- merging
+def test_merge_keeps_outputs_and_removes_adapters():
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    randomize_b(model)
+    ids = token_batch()
+    with_adapters = logits(model, ids)
+    assert not np.allclose(with_adapters, logits(small_decoder(), ids))  # adapters matter
+    expected = (model.blocks[0].mlp_input.weight.data
+                + model.blocks[0].mlp_input.lora.delta_weight())
+    merged = merge_lora(model)
+    assert merged == ["blocks.0.attention.output", "blocks.0.mlp_input", "blocks.0.mlp_output",
+                      "blocks.1.attention.output", "blocks.1.mlp_input", "blocks.1.mlp_output"]
+    assert lora_parameters(model) == {}
+    assert model.blocks[0].mlp_input.lora is None
+    np.testing.assert_allclose(model.blocks[0].mlp_input.weight.data, expected, rtol=1e-6)
+    np.testing.assert_allclose(logits(model, ids), with_adapters, atol=1e-5)
+    with pytest.raises(ValueError, match="no LoRA adapters"):
+        merge_lora(model)
+
+
+def test_detach_restores_the_base_outputs():
+    model = small_decoder()
+    ids = token_batch()
+    base = logits(model, ids)
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    randomize_b(model)
+    assert not np.allclose(logits(model, ids), base)
+    removed = detach_lora(model)
+    assert list(removed) == ["blocks.0.attention.output", "blocks.0.mlp_input",
+                             "blocks.0.mlp_output", "blocks.1.attention.output",
+                             "blocks.1.mlp_input", "blocks.1.mlp_output"]
+    assert isinstance(removed["blocks.0.mlp_input"], LowRankAdapter)
+    np.testing.assert_array_equal(logits(model, ids), base)
+    with pytest.raises(ValueError):
+        detach_lora(model)
+
+
+def test_linear_with_adapter_handles_all_input_ranks():
+    layer = Linear(4, 3, rng=Rng(0))
+    attach_lora(layer, "*", rank=2, alpha=2, rng=Rng(1))
+    randomize_b(layer)
+    x = Rng(2).normal(size=(2, 5, 4))
+    full = layer(tl.tensor(x)).data
+    assert full.shape == (2, 5, 3)
+    np.testing.assert_allclose(layer(tl.tensor(x[0])).data, full[0], rtol=1e-6)
+    np.testing.assert_allclose(layer(tl.tensor(x[0, 0])).data, full[0, 0], rtol=1e-6)
+    merged_weight = layer.weight.data + layer.lora.delta_weight()
+    np.testing.assert_allclose(full, x @ merged_weight.T + layer.bias.data, rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_transfer_hook_lists_adapter_parameters():
+    layer = Linear(4, 3, rng=Rng(0))
+    assert layer.extra_parameters_for_transfer() == []
+    attach_lora(layer, "*", rank=2, alpha=2, rng=Rng(1))
+    extra = layer.extra_parameters_for_transfer()
+    assert len(extra) == 2 and extra[0] is layer.lora.A and extra[1] is layer.lora.B
+
+
+def test_optimizer_over_the_whole_model_leaves_frozen_base_alone():
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    base = model.state_dict()
+    optimizer = SGD(model.parameters() + list(lora_parameters(model).values()), lr=0.1)
+    loss = model.loss(token_batch(1), token_batch(2))
+    loss.backward()
+    optimizer.step()
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, base[name])
+
+
+def test_matches_pytorch_lora_linear():
+    torch = pytest.importorskip("torch")
+    layer = Linear(6, 5, rng=Rng(0), dtype=np.float64)
+    attach_lora(layer, "*", rank=3, alpha=5, rng=Rng(1))
+    layer.weight.trainable = True  # check the base weight's gradient too
+    randomize_b(layer)
+    x = Rng(2).normal(size=(4, 6), dtype=np.float64)
+    out = layer(tl.tensor(x))
+    out.sum().backward()
+
+    weight = torch.tensor(layer.weight.data, requires_grad=True)
+    bias = torch.tensor(layer.bias.data)
+    a = torch.tensor(layer.lora.A.data, requires_grad=True)
+    b = torch.tensor(layer.lora.B.data, requires_grad=True)
+    xt = torch.tensor(x)
+    reference = torch.nn.functional.linear(xt, weight, bias) + (5 / 3) * (xt @ a.T @ b.T)
+    reference.sum().backward()
+    np.testing.assert_allclose(out.data, reference.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(layer.lora.A.grad, a.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(layer.lora.B.grad, b.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(layer.weight.grad, weight.grad.numpy(), rtol=1e-10)

@@ -1,0 +1,424 @@
+"""Tests for tensorlib.nn.quant: NF4 codes, quantized Linear layers, QLoRA and its export."""
+
+import gc
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+import tensorlib as tl
+from tensorlib.nn import Decoder, DecoderConfig, Linear, Rng
+from tensorlib.nn.lora import attach_lora, lora_parameters, merge_lora
+from tensorlib.nn.quant import (
+    NF4_LEVELS,
+    NF4Weight,
+    dequantize_model,
+    dequantize_nf4,
+    export_merged,
+    memory_report,
+    model_memory_bytes,
+    pack_codes,
+    quantization_error,
+    quantize_linear,
+    quantize_model,
+    quantize_nf4,
+    unpack_codes,
+)
+from tensorlib.optim import SGD, AdamW
+
+CONFIG = DecoderConfig(vocabulary_size=11, context_length=6, channels=16, heads=2, layers=2)
+# Largest distance from a value in [-1, 1] to its nearest level: half the widest gap.
+MAX_HALF_GAP = float(np.max(np.diff(NF4_LEVELS))) / 2
+
+
+def small_decoder(seed=0):
+    return Decoder(CONFIG, rng=Rng(seed))
+
+
+def token_batch(seed=1, shape=(3, 6)):
+    return Rng(seed).integers(0, CONFIG.vocabulary_size, size=shape)
+
+
+def logits(model, ids):
+    with tl.no_grad():
+        return model(ids).data.copy()
+
+
+# ----------------------------------------------------------------------------- the levels
+def test_nf4_levels():
+    assert NF4_LEVELS.shape == (16,) and NF4_LEVELS.dtype == np.float32
+    assert np.all(np.diff(NF4_LEVELS) > 0)
+    assert NF4_LEVELS[0] == -1.0 and NF4_LEVELS[-1] == 1.0
+    assert NF4_LEVELS[7] == 0.0
+    assert (NF4_LEVELS > 0).sum() == 8 and (NF4_LEVELS < 0).sum() == 7
+
+
+def test_nf4_levels_are_normal_quantiles():
+    inverse_cdf = np.vectorize(NormalDist().inv_cdf)
+    p = (1 - 1 / 30 + 1 - 1 / 32) / 2
+    positive = inverse_cdf(np.linspace(p, 0.5, 9)[:-1])
+    negative = -inverse_cdf(np.linspace(p, 0.5, 8)[:-1])
+    derived = np.sort(np.concatenate([positive, [0.0], negative]))
+    derived /= derived.max()
+    np.testing.assert_allclose(NF4_LEVELS, derived, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- packing
+def test_pack_layout_and_round_trip():
+    assert pack_codes(np.array([1, 2, 15, 0], dtype=np.uint8)).tolist() == [0x12, 0xF0]
+    codes = Rng(0).integers(0, 16, size=1000).astype(np.uint8)
+    packed = pack_codes(codes)
+    assert packed.dtype == np.uint8 and packed.shape == (500,)
+    np.testing.assert_array_equal(unpack_codes(packed), codes)
+    every_byte = np.arange(256, dtype=np.uint8)
+    np.testing.assert_array_equal(pack_codes(unpack_codes(every_byte)), every_byte)
+
+
+def test_pack_rejects_bad_codes():
+    with pytest.raises(ValueError, match="even number"):
+        pack_codes(np.zeros(3, dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"\[0, 15\]"):
+        pack_codes(np.array([3, 16]))
+    with pytest.raises(ValueError, match=r"\[0, 15\]"):
+        pack_codes(np.array([-1, 2]))
+    with pytest.raises(TypeError):
+        unpack_codes(np.zeros(2, dtype=np.int64))
+
+
+# ----------------------------------------------------------------------------- quantizing
+def test_quantize_shapes_and_absmax():
+    weight = Rng(0).normal(0.0, 0.05, size=(12, 16))
+    quantized = quantize_nf4(weight, block_size=32)
+    assert isinstance(quantized, NF4Weight)
+    assert quantized.codes.dtype == np.uint8 and quantized.codes.shape == (96,)
+    assert quantized.absmax.dtype == np.float32 and quantized.absmax.shape == (6,)
+    assert quantized.shape == (12, 16) and quantized.block_size == 32
+    expected = np.abs(weight.reshape(6, 32)).max(axis=1)
+    np.testing.assert_array_equal(quantized.absmax, expected)
+    codes, absmax, shape, block_size, dtype = quantized  # a plain tuple too
+    np.testing.assert_array_equal(dequantize_nf4(codes, absmax, shape, block_size, dtype),
+                                  quantized.dequantize())
+    assert quantized.nbytes == 96 + 6 * 4
+
+
+def test_codes_are_the_nearest_levels():
+    weight = Rng(1).normal(size=(8, 64))
+    quantized = quantize_nf4(weight)
+    codes = unpack_codes(quantized.codes).reshape(8, 64)
+    normalized = weight / quantized.absmax[:, None]
+    brute = np.abs(normalized[..., None] - NF4_LEVELS).argmin(axis=-1)
+    np.testing.assert_array_equal(codes, brute)
+
+
+def test_reconstruction_error_bounds():
+    weight = Rng(2).normal(0.0, 0.02, size=(48, 40))  # 1920 = 30 blocks of 64
+    quantized = quantize_nf4(weight)
+    restored = quantized.dequantize()
+    assert restored.shape == weight.shape and restored.dtype == np.float32
+    error = np.abs(restored - weight).reshape(30, 64)
+    assert np.all(error <= quantized.absmax[:, None] * MAX_HALF_GAP + 1e-7)
+    # the largest magnitude of each block comes back exactly (it maps to ±1)
+    blocks = weight.astype(np.float32).reshape(30, 64)
+    largest = np.abs(blocks).argmax(axis=1)
+    np.testing.assert_array_equal(restored.reshape(30, 64)[np.arange(30), largest],
+                                  blocks[np.arange(30), largest])
+    report = quantization_error(weight, quantized)
+    assert set(report) == {"max_abs", "mean_abs", "relative"}
+    assert report["max_abs"] == pytest.approx(np.abs(restored - weight).max())
+    assert report["mean_abs"] == pytest.approx(np.abs(restored - weight).mean())
+    assert 0.02 < report["relative"] < 0.15  # NF4 on normal weights: about 9%
+    assert report["mean_abs"] < report["max_abs"] < 0.2 * np.abs(weight).max()
+
+
+def test_exact_levels_and_zero_blocks_round_trip_exactly():
+    scale = np.float32(0.37)
+    block = NF4_LEVELS * scale  # every level once, largest magnitude 0.37
+    weight = np.concatenate([block, block[::-1], np.zeros(32, np.float32)]).reshape(2, 32)
+    quantized = quantize_nf4(weight, block_size=16)
+    np.testing.assert_array_equal(quantized.absmax, [scale, scale, 0, 0])
+    np.testing.assert_array_equal(quantized.dequantize(), weight)
+
+
+def test_padding_of_a_partial_last_block():
+    weight = Rng(3).normal(size=(5, 7))  # 35 values: two blocks of 16 and 3 left over
+    quantized = quantize_nf4(weight, block_size=16)
+    assert quantized.absmax.shape == (3,) and quantized.codes.shape == (24,)
+    assert quantized.absmax[2] == np.float32(np.abs(weight.reshape(-1)[32:]).max())
+    codes = unpack_codes(quantized.codes)
+    assert np.all(codes[35:] == 7)  # padding takes the exact zero code
+    restored = quantized.dequantize()
+    assert restored.shape == (5, 7)
+    flat_error = np.abs(restored - weight).reshape(-1)
+    assert np.all(flat_error[32:] <= quantized.absmax[2] * MAX_HALF_GAP + 1e-7)
+
+
+def test_float64_weights_dequantize_to_float64():
+    weight = Rng(4).normal(size=(4, 16), dtype=np.float64)
+    quantized = quantize_nf4(weight, block_size=16)
+    assert quantized.dtype == np.float64 and quantized.dequantize().dtype == np.float64
+    single = quantize_nf4(weight.astype(np.float32), block_size=16)
+    np.testing.assert_array_equal(quantized.codes, single.codes)
+
+
+@pytest.mark.parametrize("block_size, error", [
+    (0, ValueError), (-64, ValueError), (63, ValueError), (1, ValueError),
+    (64.0, TypeError), (True, TypeError), ("64", TypeError),
+])
+def test_block_size_validation(block_size, error):
+    with pytest.raises(error, match="block_size"):
+        quantize_nf4(np.ones((4, 16), np.float32), block_size=block_size)
+
+
+def test_quantize_rejects_bad_weights():
+    with pytest.raises(ValueError, match="non-finite"):
+        quantize_nf4(np.array([1.0, np.nan, 0.0, 2.0]), block_size=2)
+    with pytest.raises(ValueError, match="empty"):
+        quantize_nf4(np.zeros((0, 4), np.float32))
+    with pytest.raises(TypeError, match="floating point"):
+        quantize_nf4(np.arange(8), block_size=2)
+
+
+def test_dequantize_validates_sizes():
+    quantized = quantize_nf4(Rng(5).normal(size=(4, 16)), block_size=16)
+    with pytest.raises(ValueError, match="scales"):
+        dequantize_nf4(quantized.codes, quantized.absmax[:3], (4, 16), 16)
+    with pytest.raises(ValueError, match="bytes of codes"):
+        dequantize_nf4(quantized.codes[:-1], quantized.absmax, (4, 16), 16)
+    with pytest.raises(ValueError, match="scales"):
+        dequantize_nf4(quantized.codes, quantized.absmax, (4, 16), 32)
+
+
+# ----------------------------------------------------------------------------- a Linear
+def test_quantize_linear_replaces_and_releases_the_weight():
+    layer = Linear(64, 32, rng=Rng(0))
+    x = tl.tensor(Rng(1).normal(size=(5, 64)))
+    before = layer(x).data.copy()
+    weight = layer.weight
+    original = weight.data.copy()
+    weight.grad = np.ones_like(original)
+    assert model_memory_bytes(layer) == (64 * 32 + 32) * 4
+
+    quantized = quantize_linear(layer)
+    assert layer.quantized is quantized
+    assert [name for name, _ in layer.named_parameters()] == ["bias"]
+    assert list(layer.state_dict()) == ["bias"]
+    assert layer.num_parameters() == 32
+    assert weight.size == 0 and weight.grad is None and not weight.trainable  # released
+    report = memory_report(layer)
+    assert report == {"float_parameters": 32 * 4, "lora_parameters": 0,
+                      "nf4_codes": 64 * 32 // 2, "nf4_scales": 64 * 32 // 64 * 4,
+                      "total": 32 * 4 + 1024 + 128}
+    after = layer(x).data
+    expected = x.data @ quantized.dequantize().T + layer.bias.data
+    np.testing.assert_allclose(after, expected, rtol=1e-6, atol=1e-6)
+    assert np.abs(after - before).max() < 0.25 * np.abs(before).max()
+    assert quantization_error(original, quantized)["relative"] < 0.15
+    assert "weight=NF4(block_size=64)" in repr(layer)
+
+
+def test_quantized_linear_backward_reaches_input_and_bias_only():
+    layer = Linear(8, 4, rng=Rng(0), dtype=np.float64)
+    quantize_linear(layer, block_size=8)
+    x = tl.tensor(Rng(1).normal(size=(3, 8), dtype=np.float64), requires_grad=True)
+    assert tl.gradcheck(lambda t: layer(t), x)
+    x.grad = layer.bias.grad = None
+    layer(x).sum().backward()
+    np.testing.assert_allclose(layer.bias.grad, [3.0] * 4)
+    np.testing.assert_allclose(x.grad, np.tile(layer.quantized.dequantize().sum(axis=0),
+                                               (3, 1)))
+
+
+def test_quantizing_twice_or_a_non_linear_fails():
+    layer = Linear(4, 4, rng=Rng(0))
+    quantize_linear(layer, block_size=16)
+    with pytest.raises(ValueError, match="already NF4-quantized"):
+        quantize_linear(layer)
+    with pytest.raises(TypeError):
+        quantize_linear(small_decoder())
+    with pytest.raises(ValueError, match="matches no Linear"):
+        quantize_model(small_decoder(), "nothing.*")
+
+
+def test_quantizing_a_weight_an_optimizer_holds_is_rejected():
+    model = small_decoder()
+    optimizer = AdamW(model, lr=1e-3)
+    state = model.state_dict()
+    with pytest.raises(RuntimeError, match="'blocks.0.attention.output'.*AdamW"):
+        quantize_model(model, "blocks.*")
+    assert all(m.quantized is None for m in model.modules() if isinstance(m, Linear))
+    for name, value in model.state_dict().items():  # nothing released
+        np.testing.assert_array_equal(value, state[name])
+    layer = Linear(4, 4, rng=Rng(0))
+    other = SGD([layer.bias, layer.weight], lr=0.1)
+    with pytest.raises(RuntimeError, match="SGD"):
+        quantize_linear(layer, block_size=16)
+    del optimizer, other
+    gc.collect()
+    assert quantize_model(model, "blocks.*")[0] == "blocks.0.attention.output"
+    quantize_linear(layer, block_size=16)
+
+
+def test_an_optimizer_of_other_parameters_does_not_block():
+    model = small_decoder()
+    attach_lora(model, "blocks.*.mlp_*", rank=2, alpha=2, rng=Rng(1))
+    optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-3)
+    quantize_model(model)
+    assert len(optimizer.parameters) == 8
+
+
+def test_quantize_model_and_dequantize_back():
+    model = small_decoder()
+    names = [name for name, _ in model.named_parameters()]
+    ids = token_batch()
+    before = logits(model, ids)
+    float_bytes = model_memory_bytes(model)
+    quantized = quantize_model(model, ["blocks.*.mlp_*", "language_model_head"])
+    assert quantized == ["blocks.0.mlp_input", "blocks.0.mlp_output", "blocks.1.mlp_input",
+                         "blocks.1.mlp_output", "language_model_head"]
+    assert "blocks.0.mlp_input.weight" not in dict(model.named_parameters())
+    assert "blocks.0.attention.output.weight" in dict(model.named_parameters())
+    linear_values = 4 * 16 * 64 + 16 * 11
+    linear_blocks = 4 * (16 * 64 // 64) + -(-16 * 11 // 64)
+    report = memory_report(model)
+    assert report["nf4_codes"] == (4 * 16 * 64 + 3 * 64) // 2
+    assert report["nf4_scales"] == 4 * linear_blocks
+    assert report["float_parameters"] == float_bytes - 4 * linear_values
+    assert report["total"] < float_bytes
+    after = logits(model, ids)
+    relative = np.linalg.norm(after - before) / np.linalg.norm(before)
+    assert 0.01 < relative < 0.2  # changed by the rounding, but not by much
+    assert dequantize_model(model) == quantized
+    assert [name for name, _ in model.named_parameters()] == names  # same names and order
+    assert not model.blocks[0].mlp_input.weight.trainable
+    np.testing.assert_allclose(logits(model, ids), after, atol=1e-6)
+
+
+def test_transfer_hooks_move_codes_and_scales():
+    layer = Linear(16, 8, rng=Rng(0))
+    assert layer.extra_arrays_for_transfer() == {}
+    layer.load_transferred_arrays({})
+    quantize_linear(layer, block_size=16)
+    arrays = layer.extra_arrays_for_transfer()
+    assert sorted(arrays) == ["absmax", "codes"]
+    x = tl.tensor(Rng(1).normal(size=(2, 16)))
+    before = layer(x).data.copy()
+    copies = {key: value.copy() for key, value in arrays.items()}
+    layer.load_transferred_arrays(copies)
+    assert layer.quantized.codes is copies["codes"]
+    np.testing.assert_array_equal(layer(x).data, before)
+    with pytest.raises(ValueError, match="codes"):
+        layer.load_transferred_arrays({"codes": copies["codes"][:4],
+                                       "absmax": copies["absmax"]})
+    with pytest.raises(KeyError):
+        layer.load_transferred_arrays({"codes": copies["codes"]})
+    assert layer.quantized.codes is copies["codes"]
+    if hasattr(layer, "to"):  # the base Module transfer, where it exists
+        layer.to("cpu")
+        np.testing.assert_array_equal(layer(x).data, before)
+
+
+def test_merge_lora_refuses_nf4_layers():
+    model = small_decoder()
+    quantize_model(model, "blocks.0.mlp_input")
+    attach_lora(model, "blocks.*.mlp_input", rank=2, alpha=2, rng=Rng(1))
+    with pytest.raises(ValueError, match="export_merged"):
+        merge_lora(model)
+    assert model.blocks[1].mlp_input.lora is not None  # nothing merged
+
+
+# ----------------------------------------------------------------------------- QLoRA
+def qlora_model():
+    model = small_decoder()
+    quantize_model(model)
+    attach_lora(model, ["blocks.*.attention.output", "blocks.*.mlp_*"], rank=4, alpha=8,
+                rng=Rng(2))
+    return model
+
+
+def test_qlora_trains_end_to_end():
+    model = qlora_model()
+    assert model.trainable_parameters() == []
+    codes = {name: m.quantized.codes.copy() for name, m in model.named_modules()
+             if isinstance(m, Linear) and m.quantized is not None}
+    frozen = model.state_dict()
+    optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
+    ids, targets = token_batch(1), token_batch(2)
+    losses = []
+    for _ in range(20):
+        optimizer.zero_grad()
+        loss = model.loss(ids, targets)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.data))
+    assert losses[-1] < losses[0] - 0.5
+    for name, module in model.named_modules():
+        if name in codes:
+            np.testing.assert_array_equal(module.quantized.codes, codes[name])
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, frozen[name])
+
+
+def test_export_merged_loads_into_a_plain_decoder():
+    model = qlora_model()
+    optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
+    for _ in range(5):
+        optimizer.zero_grad()
+        model.loss(token_batch(1), token_batch(2)).backward()
+        optimizer.step()
+    exported = export_merged(model)
+    plain = Decoder(CONFIG, rng=Rng(99))
+    assert list(exported) == list(plain.state_dict())  # original names, original order
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in exported.values())
+    plain.load_state_dict(exported)  # strict
+    ids = token_batch(3)
+    np.testing.assert_allclose(logits(plain, ids), logits(model, ids), atol=1e-5)
+    head = model.language_model_head
+    np.testing.assert_array_equal(exported["language_model_head.weight"],
+                                  head.quantized.dequantize())  # no adapter there
+    layer = model.blocks[0].mlp_input
+    np.testing.assert_allclose(exported["blocks.0.mlp_input.weight"],
+                               layer.quantized.dequantize() + layer.lora.delta_weight(),
+                               rtol=1e-6)
+    assert model.blocks[0].mlp_input.quantized is not None  # the model is unchanged
+
+
+def test_module_to_moves_nf4_and_lora_state_in_one_transaction():
+    backend = pytest.importorskip("tensorlib.backend")
+    if not hasattr(backend, "register_backend") or not hasattr(Decoder, "to"):
+        pytest.skip("no pluggable backends here")
+
+    class FakeArray(np.ndarray):
+        pass
+
+    calls = {"count": 0, "fail_on": None}
+
+    def copy(array):
+        calls["count"] += 1
+        if calls["count"] == calls["fail_on"]:
+            raise RuntimeError("fake device: out of memory")
+        return np.array(array, copy=True).view(FakeArray)
+
+    backend.register_backend("fake_nf4", np, copy, lambda: True, array_types=(FakeArray,))
+    try:
+        model = qlora_model()
+        ids = token_batch()
+        before = logits(model, ids)
+        codes = model.blocks[0].mlp_input.quantized.codes
+        calls["fail_on"] = 3
+        with pytest.raises(RuntimeError, match="out of memory"):
+            model.to("fake_nf4")
+        assert model.blocks[0].mlp_input.quantized.codes is codes  # nothing moved
+        calls["count"], calls["fail_on"] = 0, None
+        model.to("fake_nf4")
+        layer = model.blocks[0].mlp_input
+        assert isinstance(layer.quantized.codes, FakeArray)
+        assert isinstance(layer.quantized.absmax, FakeArray)
+        assert isinstance(layer.lora.A.data, FakeArray) and isinstance(layer.lora.B.data,
+                                                                        FakeArray)
+        assert all(isinstance(p.data, FakeArray) for p in model.parameters())
+        np.testing.assert_allclose(logits(model, ids), before, atol=1e-6)
+        model.to("cpu")
+        assert type(layer.quantized.codes) is np.ndarray and type(layer.lora.A.data) is np.ndarray
+        np.testing.assert_allclose(logits(model, ids), before, atol=1e-6)
+    finally:
+        backend.unregister_backend("fake_nf4")

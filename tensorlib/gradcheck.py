@@ -57,7 +57,7 @@ def _compare(what: str, array: np.ndarray, analytic: np.ndarray,
         _, index, analytic_value, numeric = worst
         raise GradcheckError(
             f"gradcheck failed for {what} (shape {array.shape}) at index "
-            f"{tuple(int(i) for i in index)}: analytic {analytic_value!r}, numeric {numeric!r} "
+            f"{tuple(int(i) for i in index)}: analytic {analytic_value:.6g}, numeric {numeric:.6g} "
             f"(abs error {abs(analytic_value - numeric):.3g} > atol {atol} + rtol {rtol} * "
             "|numeric|)")
 

@@ -19,9 +19,12 @@ node (the ``ctx``). ``Tensor.backward()`` walks those nodes in reverse topologic
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
+import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,6 +70,58 @@ def no_grad() -> _GradMode:
 def enable_grad() -> _GradMode:
     """Re-enable graph recording inside a ``no_grad`` block."""
     return _GradMode(True)
+
+
+# ------------------------------------------------------------------------------- profiling
+class OpProfile:
+    """Wall-clock seconds and calls per op and phase, filled in by ``profile_ops()``.
+
+    ``records[(name, phase)] = [calls, seconds]`` with ``phase`` "forward" or "backward";
+    the time is spent inside the op's ``forward``/``backward`` only (not the engine's
+    bookkeeping around it).
+    """
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, name: str, phase: str, seconds: float) -> None:
+        record = self.records.setdefault((name, phase), [0, 0.0])
+        record[0] += 1
+        record[1] += seconds
+
+    def total(self, phase: str | None = None) -> float:
+        """Seconds in every op (of one phase, if given)."""
+        return sum(s for (_, p), (_, s) in self.records.items() if phase in (None, p))
+
+    def by_op(self) -> dict[str, float]:
+        """Seconds per op name, forward and backward together, largest first."""
+        totals: dict[str, float] = {}
+        for (name, _), (_, seconds) in self.records.items():
+            totals[name] = totals.get(name, 0.0) + seconds
+        return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+    def __repr__(self) -> str:
+        lines = [f"{'op':<20}{'phase':<10}{'calls':>6}{'ms':>10}{'share':>7}"]
+        total = self.total() or 1.0
+        for (name, phase), (calls, seconds) in sorted(self.records.items(),
+                                                      key=lambda item: -item[1][1]):
+            lines.append(f"{name:<20}{phase:<10}{calls:>6}{seconds * 1e3:>10.2f}"
+                         f"{seconds / total:>7.0%}")
+        return "\n".join(lines)
+
+
+_profile: OpProfile | None = None
+
+
+@contextlib.contextmanager
+def profile_ops() -> Iterator[OpProfile]:
+    """``with profile_ops() as profile:`` times every op's forward and backward inside."""
+    global _profile
+    previous, _profile = _profile, OpProfile()
+    try:
+        yield _profile
+    finally:
+        _profile = previous
 
 
 class Context:
@@ -126,7 +181,9 @@ class Function:
 
     ``forward(ctx, *arrays, **params)`` returns one array. ``backward(ctx, grad)`` returns
     one gradient per array input (a single array when there is one input), or None where an
-    input needs no gradient; ``ctx.needs_input_grad`` says which are wanted.
+    input needs no gradient; ``ctx.needs_input_grad`` says which are wanted. It is set before
+    ``forward`` runs (all False under ``no_grad``), so a forward may skip saving, or computing,
+    what no backward will need.
     """
 
     op_name: str | None = None
@@ -143,19 +200,26 @@ class Function:
     def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
         a graph node on the output."""
+        arrays = []
         for position, value in enumerate(inputs):
             if not isinstance(value, Tensor):
                 raise TypeError(f"{cls.__name__}.apply: input {position} is a "
                                 f"{type(value).__name__}, expected a Tensor")
+            arrays.append(value._data)
         ctx = Context(cls)
-        output = cls.forward(ctx, *[t._data for t in inputs], **params)
+        wanted = tuple(t._requires_grad for t in inputs) if _grad_enabled \
+            else (False,) * len(inputs)
+        ctx.needs_input_grad = wanted
+        if _profile is None:
+            output = cls.forward(ctx, *arrays, **params)
+        else:
+            start = time.perf_counter()
+            output = cls.forward(ctx, *arrays, **params)
+            _profile.add(ctx.name, "forward", time.perf_counter() - start)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
-        if not _grad_enabled or not any(t._requires_grad for t in inputs):
-            return result
-        if not _is_floating(output.dtype):
-            return result  # integer results (argmax-like) carry no gradient
-        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs)
+        if not any(wanted) or not _is_floating(output.dtype):
+            return result  # no gradient wanted; integer (argmax-like) results carry none
         ctx.next = tuple(
             (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
             for t in inputs
@@ -184,9 +248,9 @@ def _memory_owner(array: Any) -> Any:
 def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...]) -> None:
     """A view (reshape, transpose, basic slice) shares its input's memory, so it must share
     its version counter too: an in-place change through either is a change to both."""
-    owner = _memory_owner(result._data)
-    if owner is result._data:
-        return
+    owner = getattr(result._data, "base", None)
+    if owner is None:
+        return  # the result owns its memory: not a view
     for t in inputs:
         if _memory_owner(t._data) is owner:
             result._version = t._version
@@ -290,8 +354,35 @@ class _Accumulator:
             self.owned = True
 
 
+def _reference_count(array: Any) -> int:
+    return sys.getrefcount(array)
+
+
+def _sole_reference(array: Any) -> bool:
+    """True when ``array`` owns its memory and only the caller's one local name refers to it,
+    so no one else can see it change (CPython's reference counts; elsewhere always False)."""
+    return (_SOLE_COUNT is not None and isinstance(array, np.ndarray) and array.base is None
+            and _reference_count(array) <= _SOLE_COUNT)
+
+
+def _calibrate_sole_count() -> int | None:
+    """The count ``_reference_count`` reports for an array held by one local name only."""
+    if sys.implementation.name != "cpython":
+        return None
+    probe = np.empty(1)
+    return _reference_count(probe) + 1  # + 1: _sole_reference's own parameter
+
+
+_SOLE_COUNT = _calibrate_sole_count()
+
+
 def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
-    """Backpropagate from ``root``; leaves' ``.grad`` change only if the whole pass succeeds."""
+    """Backpropagate from ``root``; leaves' ``.grad`` change only if the whole pass succeeds.
+
+    Without ``retain_graph`` each node's saved arrays are freed as soon as its backward has
+    run, so activations are released while gradients are being made (a pass that fails
+    part-way leaves the visited part of the graph freed, and every ``.grad`` unchanged).
+    """
     if not root.requires_grad:
         raise RuntimeError("backward() on a tensor that does not require grad "
                            "(no input of its computation had requires_grad=True)")
@@ -340,17 +431,31 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
         if retained is not None:
             retained.grad = np.array(node_grad, copy=True)
         _check_versions(node)
-        grads = _normalize_gradients(node, node.function.backward(node, node_grad))
+        if _profile is None:
+            raw = node.function.backward(node, node_grad)
+        else:
+            start = time.perf_counter()
+            raw = node.function.backward(node, node_grad)
+            _profile.add(node.name, "backward", time.perf_counter() - start)
+        grads = _normalize_gradients(node, raw)
+        raw = None
+        if not retain_graph:
+            node.release()  # its saved arrays are done with: free them now, not at the end
         for target, contribution in zip(node.next, grads, strict=True):
             if contribution is not None:
                 send(target, contribution, pending)
 
     # Every backward succeeded: commit the leaves' gradients, then free the graph.
+    grads = contribution = node_grad = accumulated = raw = None  # no stray references
     for tensor, accumulator in leaf_grads.values():
         if tensor.grad is None:
-            value = accumulator.value
-            tensor.grad = value.copy() if not accumulator.owned or not value.flags.writeable \
-                else value
+            value, accumulator.value = accumulator.value, None
+            # A gradient the engine summed itself, or one that nothing else refers to (a fresh
+            # array from a backward), becomes .grad as it is; anything shared is copied.
+            if not (accumulator.owned or _sole_reference(value)) \
+                    or not value.flags.writeable:
+                value = value.copy()
+            tensor.grad = value
             if tensor.grad.shape != tensor.shape:  # pragma: no cover - guarded above
                 raise RuntimeError("internal error: leaf gradient shape mismatch")
         else:

@@ -8,6 +8,7 @@ computation, the graph node that produced it (``.grad_fn``). Arithmetic dunders 
 
 from __future__ import annotations
 
+import math
 import numbers
 import weakref
 from collections.abc import Iterator, Sequence
@@ -515,6 +516,8 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
     """Accept ``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if all(type(dim) is int for dim in shape):
+        return shape  # the common case, checked cheaply
     for dim in shape:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
             raise TypeError(f"shape entries must be integers, got {shape!r}")
@@ -523,15 +526,15 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
 
 def _resolve_shape(new_shape: tuple[int, ...], old_shape: tuple[int, ...]) -> tuple[int, ...]:
     """Fill in a single ``-1`` and check that the element count is unchanged."""
-    size = int(np.prod(old_shape))
+    size = math.prod(old_shape)
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
-    known = int(np.prod([d for d in new_shape if d != -1]))
+    known = math.prod([d for d in new_shape if d != -1])
     bad = len(unknown) > 1 or any(d < -1 for d in new_shape)
     if not bad and unknown:
         bad = known == 0 or size % known != 0
         if not bad:
             new_shape = tuple(size // known if d == -1 else d for d in new_shape)
-    if bad or int(np.prod(new_shape)) != size:
+    if bad or math.prod(new_shape) != size:
         raise ValueError(f"cannot reshape a tensor of shape {old_shape} ({size} elements) "
                          f"into shape {new_shape}")
     return new_shape

@@ -80,7 +80,7 @@ def test_a_step_frees_its_graph_by_reference_counting():
     try:
         loss = model.loss(x, y)
         nodes = graph_nodes(loss)
-        assert len(nodes) > 30
+        assert len(nodes) > 15
         assert any(node.saved for node in nodes)
         loss.backward()
         assert all(node.freed and node.saved is None for node in nodes)  # saved arrays gone

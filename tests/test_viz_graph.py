@@ -49,7 +49,7 @@ def value_expression() -> Value:
 def linear_expression() -> tuple[Tensor, Linear]:
     model = Linear(3, 2, rng=Rng(0))
     x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
-    out = model(x).tanh().sum()
+    out = (x @ model.weight.transpose() + model.bias).tanh().sum()
     out.backward()
     return out, model
 

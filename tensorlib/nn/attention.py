@@ -134,9 +134,12 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention needs at least one position, got input "
                              f"shape {x.shape}")
         heads, width = self.heads, self.head_width
-        # All three projections in one (B*T, C) @ (C, 3C) product: column block i is W[i].
-        fused_weight = self.qkv_weight.permute(1, 0, 2).reshape(channels, 3 * channels)
-        qkv = x.reshape(batch * length, channels) @ fused_weight + self.qkv_bias.reshape(-1)
+        # All three projections as one linear layer: row block i of the (3C, C) weight is W[i]ᵀ.
+        fused_weight = self.qkv_weight.permute(0, 2, 1).reshape(3 * channels, channels)
+        qkv = F.linear(x, fused_weight, self.qkv_bias.reshape(-1))  # (B, T, 3C)
+        if cache is None and not return_attention:
+            merged = F.causal_attention(qkv, heads)  # (B, T, C): the fused attention core
+            return self.output_dropout(self.output(merged))
         qkv = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         query, key, value = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
         start = 0

@@ -119,14 +119,10 @@ class Linear(Module):
         check_input(x, "Linear", self.in_features)
         weight = self.weight if self._quantized is None \
             else Tensor(self._quantized.dequantize())  # a constant: NF4 weights do not train
-        # One (N, in) @ (in, out) product instead of a batched one.
-        flat = x.reshape(-1, self.in_features) if x.ndim > 2 else x
-        y = flat @ weight.transpose()
+        y = F.linear(x, weight, self.bias)  # x Wᵀ + b: one fused node, one matrix product
         if self._lora is not None:
-            y = y + self._lora(flat)  # the adapter's low-rank update
-        if x.ndim > 2:
-            y = y.reshape(*x.shape[:-1], self.out_features)
-        return y if self.bias is None else y + self.bias
+            y = y + self._lora(x)  # the adapter's low-rank update
+        return y
 
     # ------------------------------------------------------------ LoRA and NF4 state
     @property

@@ -71,14 +71,6 @@ class AdamW(Optimizer):
 
     # ------------------------------------------------------------------- configuration
     @property
-    def lr(self) -> float:
-        return self._lr
-
-    @lr.setter
-    def lr(self, value: float) -> None:
-        self._lr = check_real("lr", value, low=0.0)
-
-    @property
     def betas(self) -> tuple[float, float]:
         return self._betas
 

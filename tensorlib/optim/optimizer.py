@@ -155,6 +155,15 @@ class Optimizer:
         self._names = names
         _live_optimizers.add(self)
 
+    @property
+    def lr(self) -> float:
+        """The learning rate (validated on every assignment; schedules set it)."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._lr = check_real("lr", value, low=0.0)
+
     def describe(self, index: int) -> str:
         """``parameter 2 ('blocks.0.weight', shape (4, 4))`` for error messages."""
         parameter = self.parameters[index]

@@ -32,14 +32,6 @@ class SGD(Optimizer):
 
     # ------------------------------------------------------------------- configuration
     @property
-    def lr(self) -> float:
-        return self._lr
-
-    @lr.setter
-    def lr(self, value: float) -> None:
-        self._lr = check_real("lr", value, low=0.0)
-
-    @property
     def momentum(self) -> float:
         return self._momentum
 

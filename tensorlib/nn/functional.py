@@ -20,6 +20,7 @@ import numpy as np
 from tensorlib.autograd import Context, Function
 from tensorlib.backend import array_module
 from tensorlib.nn.rng import Rng, default_rng
+from tensorlib.ops.softmax import softmax_vjp
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -248,6 +249,19 @@ def apply_causal_mask(scores: Tensor) -> Tensor:
     return scores.masked_fill(causal_mask(scores.shape[-1]), -math.inf)
 
 
+def _causal_softmax_in_place(scores: Any) -> Any:
+    """Softmax over the last axis of a fresh ``(..., T, T)`` score array, entries above the
+    diagonal masked to probability 0; overwrites and returns ``scores``."""
+    xp = array_module(scores)
+    length = scores.shape[-1]
+    forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
+    xp.copyto(scores, -xp.inf, where=forbidden)
+    scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
+    probabilities = xp.exp(scores, out=scores)
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    return probabilities
+
+
 class CausalSoftmaxFunction(Function):
     """softmax(scale · scores + causal mask) over the last axis, one node.
 
@@ -259,13 +273,7 @@ class CausalSoftmaxFunction(Function):
 
     @staticmethod
     def forward(ctx: Context, scores: Any, scale: float) -> Any:
-        xp = array_module(scores)
-        length = scores.shape[-1]
-        forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
-        scaled = xp.where(forbidden, -xp.inf, scores * scores.dtype.type(scale))
-        scaled -= scaled.max(axis=-1, keepdims=True)  # the diagonal is never masked
-        probabilities = xp.exp(scaled, out=scaled)
-        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        probabilities = _causal_softmax_in_place(scores * scores.dtype.type(scale))
         ctx.save_for_backward(probabilities)
         ctx.scale = scale
         return probabilities
@@ -273,8 +281,7 @@ class CausalSoftmaxFunction(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (probabilities,) = ctx.saved_tensors
-        weighted = grad * probabilities
-        result = weighted - probabilities * weighted.sum(axis=-1, keepdims=True)
+        result = softmax_vjp(probabilities, grad, -1)
         return result * result.dtype.type(ctx.scale)
 
 
@@ -376,18 +383,13 @@ class CausalAttentionFunction(Function):
 
     @staticmethod
     def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
-        xp = array_module(qkv)
         batch, length, triple = qkv.shape
         channels = triple // 3
         split = qkv.reshape(batch, length, 3, heads, channels // heads)  # (B, T, 3, H, D)
         query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
         scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
         scores *= scores.dtype.type(scale)
-        forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
-        xp.copyto(scores, -xp.inf, where=forbidden)
-        scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
-        probabilities = xp.exp(scores, out=scores)
-        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        probabilities = _causal_softmax_in_place(scores)
         context = probabilities @ value  # (B, H, T, D)
         ctx.save_for_backward(qkv, probabilities)
         ctx.heads, ctx.scale = heads, scale

@@ -11,6 +11,14 @@ from tensorlib.autograd import Context, Function
 from tensorlib.backend import array_module
 
 
+def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
+    """The vector-Jacobian product of softmax along ``axis``: p ⊙ (g - Σ g ⊙ p).
+
+    Shared by every op whose output is a softmax (plain, causal-masked attention)."""
+    weighted = grad * probabilities
+    return weighted - probabilities * weighted.sum(axis=axis, keepdims=True)
+
+
 class Softmax(Function):
     """p = exp(x - max) / Σ exp(x - max); backward: p ⊙ (g - Σ g⊙p)."""
 
@@ -29,8 +37,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (probabilities,) = ctx.saved_tensors
-        weighted = grad * probabilities
-        return weighted - probabilities * weighted.sum(axis=ctx.axis, keepdims=True)
+        return softmax_vjp(probabilities, grad, ctx.axis)
 
 
 class LogSoftmax(Function):

@@ -1,6 +1,7 @@
 """The fused fast paths added for speed: each agrees with its primitive twin or exact form."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -64,6 +65,19 @@ def test_float32_gelu_value_and_slope_match_the_exact_ones():
     slope = cdf + xx * np.exp(-xx * xx / 2) / math.sqrt(2 * math.pi)
     np.testing.assert_allclose(x.grad, slope, rtol=0, atol=3e-6)
     assert y.dtype == np.float32 and x.grad.dtype == np.float32
+
+
+def test_float32_gelu_is_exact_far_from_zero_without_warnings():
+    # Far left Φ underflows to exactly 0 (exp(-2z) overflows to inf, silently); far right it
+    # is exactly 1, so GELU is 0 or x and the slope 0 or 1, as PyTorch gives.
+    values = np.array([-1e30, -1e4, -30.0, 30.0, 1e4, 1e30], dtype=np.float32)
+    x = tl.Tensor(values, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = x.gelu()
+        y.backward(np.ones(x.shape, dtype=np.float32))
+    np.testing.assert_array_equal(y.data, np.where(values > 0, values, 0.0))
+    np.testing.assert_array_equal(x.grad, [0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
 
 
 def test_float32_gelu_gives_the_same_values_with_and_without_a_graph():

@@ -258,7 +258,7 @@ def _causal_softmax_in_place(scores: Any) -> Any:
     xp.copyto(scores, -xp.inf, where=forbidden)
     scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
     probabilities = xp.exp(scores, out=scores)
-    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    probabilities /= _row_sum(probabilities)
     return probabilities
 
 
@@ -409,7 +409,7 @@ class CausalAttentionFunction(Function):
                                             for i in range(3))
         xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)
         grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= (grad_scores * probabilities).sum(axis=-1, keepdims=True)
+        grad_scores -= _row_sum(grad_scores * probabilities)
         grad_scores *= probabilities
         grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
         xp.matmul(grad_scores, key, out=grad_query)
@@ -509,14 +509,19 @@ class LayerNormFunction(Function):
         return tuple(grads)
 
 
-def _row_mean(a: Any) -> Any:
-    """The mean over the last axis, kept as an axis of size 1, computed as one
-    matrix-vector product with a vector of 1/C (BLAS is several times faster at this than
-    a numpy reduction along many short rows)."""
+def _row_sum(a: Any, factor: float = 1.0) -> Any:
+    """``factor`` times the sum over the last axis, kept as an axis of size 1, computed as
+    one matrix-vector product with a vector of ``factor`` (BLAS is several times faster at
+    this than a numpy reduction along many short rows)."""
     xp = array_module(a)
     width = a.shape[-1]
-    means = a.reshape(-1, width) @ xp.full(width, 1.0 / width, dtype=a.dtype)  # (N,)
-    return means.reshape(*a.shape[:-1], 1)
+    sums = a.reshape(-1, width) @ xp.full(width, factor, dtype=a.dtype)  # (N,)
+    return sums.reshape(*a.shape[:-1], 1)
+
+
+def _row_mean(a: Any) -> Any:
+    """The mean over the last axis, kept as an axis of size 1 (see _row_sum)."""
+    return _row_sum(a, 1.0 / a.shape[-1])
 
 
 def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:

@@ -39,6 +39,11 @@ class AdamW(Optimizer):
         m_hat = m / (1 - beta1**step);  v_hat = v / (1 - beta2**step)
         p = p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)
 
+    computed as PyTorch arranges it, with the bias corrections folded into scalars::
+
+        d = sqrt(v) / sqrt(1 - beta2**step) + eps
+        p = p * (1 - lr * weight_decay) - lr * (m / d) / (1 - beta1**step)
+
     This is ``torch.optim.AdamW``. With ``max_grad_norm > 0`` the global L2 norm of all
     trainable parameters' gradients is computed first and, if it exceeds ``max_grad_norm``,
     the update uses gradients scaled by ``max_grad_norm / (norm + 1e-6)`` (what
@@ -138,13 +143,10 @@ class AdamW(Optimizer):
                 step = entry["step"] + 1
                 first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
                 second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
-                first_hat = first / dtype(1.0 - beta1**step)
-                second_hat = second / dtype(1.0 - beta2**step)
-                value = parameter.data
-                new_value = value - dtype(self.lr) * (
-                    first_hat / (xp.sqrt(second_hat) + dtype(self.eps))
-                    + dtype(self.weight_decay) * value
-                )
+                decay, correction, root_correction = self._scalars(step)
+                denominator = xp.sqrt(second) / dtype(root_correction) + dtype(self.eps)
+                new_value = (parameter.data * dtype(decay)
+                             - dtype(self.lr) * (first / denominator) / dtype(correction))
                 self.check_staged(index, "first moment", first)
                 self.check_staged(index, "second moment", second)
                 self.check_staged(index, "value", new_value)
@@ -156,6 +158,13 @@ class AdamW(Optimizer):
                 entry["step"] = step
                 entry["first_moment"] = first
                 entry["second_moment"] = second
+
+    def _scalars(self, step: int) -> tuple[float, float, float]:
+        """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay and the
+        bias corrections 1 - beta1**step and sqrt(1 - beta2**step)."""
+        beta1, beta2 = self.betas
+        return (1.0 - self.lr * self.weight_decay, 1.0 - beta1**step,
+                (1.0 - beta2**step) ** 0.5)
 
     def _flat_step(self) -> bool:
         """The update above, done once over every parameter laid end to end in flat buffers.
@@ -202,15 +211,15 @@ class AdamW(Optimizer):
             scratch *= dtype(1.0 - beta2)
             xp.multiply(moments[1], dtype(beta2), out=second)
             second += scratch
-            xp.divide(first, dtype(1.0 - beta1**step), out=scratch)  # first_hat
+            decay, correction, root_correction = self._scalars(step)
             denominator = grads  # the gradients are no longer needed
-            xp.divide(second, dtype(1.0 - beta2**step), out=denominator)  # second_hat
-            xp.sqrt(denominator, out=denominator)
+            xp.sqrt(second, out=denominator)
+            denominator /= dtype(root_correction)
             denominator += dtype(self.eps)
-            scratch /= denominator
-            xp.multiply(values, dtype(self.weight_decay), out=denominator)
-            scratch += denominator
+            xp.divide(first, denominator, out=scratch)
             scratch *= dtype(self.lr)
+            scratch /= dtype(correction)
+            values *= dtype(decay)
             values -= scratch  # the new values
             # A non-finite gradient or parameter makes the new values nan or inf, and a
             # squared gradient that overflows makes the second moment inf; the first moment,

@@ -224,16 +224,17 @@ class Function:
             (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
             for t in inputs
         )
-        ctx.input_shapes = tuple(t._data.shape for t in inputs)
-        ctx.input_dtypes = tuple(t._data.dtype for t in inputs)
+        ctx.input_shapes = tuple([array.shape for array in arrays])
+        ctx.input_dtypes = tuple([array.dtype for array in arrays])
         ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
         if ctx.saved:
             # Remember the versions of tensors whose arrays were saved, to catch in-place
             # changes between forward and backward.
+            saved = {id(array) for array in ctx.saved}
             for position, t in enumerate(inputs):
-                if any(s is t._data for s in ctx.saved):
+                if id(t._data) in saved:
                     ctx.watched.append((t._version, t._version[0], position))
-            if any(s is output for s in ctx.saved):
+            if id(output) in saved:
                 ctx.watched.append((result._version, 0, -1))
         result.grad_fn = ctx
         result._requires_grad = True

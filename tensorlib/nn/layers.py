@@ -72,7 +72,7 @@ def check_input(x: Any, what: str, width: int, ndim: int | None = None) -> Tenso
     """``x`` must be a floating Tensor whose last axis has ``width`` entries."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{what} takes a Tensor, got {type(x).__name__}")
-    if not np.issubdtype(x.dtype, np.floating):
+    if x.dtype.kind != "f":  # not floating point
         raise TypeError(f"{what} takes a floating-point tensor, got dtype {x.dtype}")
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"{what} expects a {ndim}-D input, got shape {x.shape}")

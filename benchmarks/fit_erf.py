@@ -17,7 +17,7 @@ from scipy import special
 CLAMP = 3.9  # erf(3.9) = 1 - 3.5e-8 rounds to 1 in float32
 
 
-def fit(degree: int = 7, iterations: int = 100) -> np.ndarray:
+def fit(degree: int = 6, iterations: int = 100) -> np.ndarray:
     """Coefficients c_0..c_degree of S(t) = Σ c_k t^k (float64)."""
     x = np.concatenate([np.linspace(0.0, CLAMP, 40001)[1:], np.geomspace(1e-6, 0.05, 200)])
     x.sort()

@@ -39,10 +39,11 @@ class AdamW(Optimizer):
         m_hat = m / (1 - beta1**step);  v_hat = v / (1 - beta2**step)
         p = p - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)
 
-    computed as PyTorch arranges it, with the bias corrections folded into scalars::
+    computed with the bias corrections folded into scalars (r = sqrt(1 - beta2**step)), the
+    same update in fewer array passes::
 
-        d = sqrt(v) / sqrt(1 - beta2**step) + eps
-        p = p * (1 - lr * weight_decay) - lr * (m / d) / (1 - beta1**step)
+        d = sqrt(v) + eps * r
+        p = p * (1 - lr * weight_decay) - (m / d) * (r / (1 - beta1**step)) * lr
 
     This is ``torch.optim.AdamW``. With ``max_grad_norm > 0`` the global L2 norm of all
     trainable parameters' gradients is computed first and, if it exceeds ``max_grad_norm``,
@@ -143,10 +144,10 @@ class AdamW(Optimizer):
                 step = entry["step"] + 1
                 first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
                 second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
-                decay, correction, root_correction = self._scalars(step)
-                denominator = xp.sqrt(second) / dtype(root_correction) + dtype(self.eps)
+                decay, epsilon, correction = self._scalars(step)
+                denominator = xp.sqrt(second) + dtype(epsilon)
                 new_value = (parameter.data * dtype(decay)
-                             - dtype(self.lr) * (first / denominator) / dtype(correction))
+                             - (first / denominator) * dtype(correction) * dtype(self.lr))
                 self.check_staged(index, "first moment", first)
                 self.check_staged(index, "second moment", second)
                 self.check_staged(index, "value", new_value)
@@ -160,11 +161,12 @@ class AdamW(Optimizer):
                 entry["second_moment"] = second
 
     def _scalars(self, step: int) -> tuple[float, float, float]:
-        """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay and the
-        bias corrections 1 - beta1**step and sqrt(1 - beta2**step)."""
+        """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay, eps scaled
+        by sqrt(1 - beta2**step), and the bias correction sqrt(1 - beta2**step) /
+        (1 - beta1**step) (both corrections folded into scalars, as PyTorch does)."""
         beta1, beta2 = self.betas
-        return (1.0 - self.lr * self.weight_decay, 1.0 - beta1**step,
-                (1.0 - beta2**step) ** 0.5)
+        root = (1.0 - beta2**step) ** 0.5
+        return 1.0 - self.lr * self.weight_decay, self.eps * root, root / (1.0 - beta1**step)
 
     def _flat_step(self) -> bool:
         """The update above, done once over every parameter laid end to end in flat buffers.
@@ -173,8 +175,9 @@ class AdamW(Optimizer):
         one step count, takes a few dozen array passes in all instead of a few dozen per
         parameter, and gives bit-identical results (the same float operations in the same
         order). The moments live in two flat buffers; ``state[i]``'s arrays are views into
-        them, updated in place. Returns False, having changed nothing, when the case does not
-        apply or any number is not finite: the per-parameter loop then runs and reports.
+        them, updated in place (as PyTorch does). Returns False, having changed nothing, when
+        the case does not apply or any number is not finite: the per-parameter loop then runs
+        and reports.
         """
         parameters = self.parameters
         reference = parameters[0].data
@@ -211,14 +214,13 @@ class AdamW(Optimizer):
             scratch *= dtype(1.0 - beta2)
             xp.multiply(moments[1], dtype(beta2), out=second)
             second += scratch
-            decay, correction, root_correction = self._scalars(step)
+            decay, epsilon, correction = self._scalars(step)
             denominator = grads  # the gradients are no longer needed
             xp.sqrt(second, out=denominator)
-            denominator /= dtype(root_correction)
-            denominator += dtype(self.eps)
+            denominator += dtype(epsilon)
             xp.divide(first, denominator, out=scratch)
+            scratch *= dtype(correction)
             scratch *= dtype(self.lr)
-            scratch /= dtype(correction)
             values *= dtype(decay)
             values -= scratch  # the new values
             # A non-finite gradient or parameter makes the new values nan or inf, and a

@@ -11,6 +11,7 @@ and in gradient.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any
@@ -249,13 +250,22 @@ def apply_causal_mask(scores: Tensor) -> Tensor:
     return scores.masked_fill(causal_mask(scores.shape[-1]), -math.inf)
 
 
+@functools.lru_cache(maxsize=32)
+def _additive_causal_mask(xp: Any, length: int, dtype: Any) -> Any:
+    """(T, T): 0 on and below the diagonal, -inf above it (made once per length; read-only)."""
+    mask = xp.triu(xp.full((length, length), -xp.inf, dtype=dtype), k=1)
+    if xp is np:
+        mask.flags.writeable = False
+    return mask
+
+
 def _causal_softmax_in_place(scores: Any) -> Any:
     """Softmax over the last axis of a fresh ``(..., T, T)`` score array, entries above the
     diagonal masked to probability 0; overwrites and returns ``scores``."""
     xp = array_module(scores)
-    length = scores.shape[-1]
-    forbidden = xp.triu(xp.ones((length, length), dtype=bool), k=1)  # (T, T)
-    xp.copyto(scores, -xp.inf, where=forbidden)
+    # Adding the -inf mask is twice as fast as a masked assignment. (A score of +inf above
+    # the diagonal would become nan; scores that overflow float32 make the row nan anyway.)
+    scores += _additive_causal_mask(xp, scores.shape[-1], scores.dtype)
     scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
     probabilities = xp.exp(scores, out=scores)
     probabilities /= _row_sum(probabilities)
@@ -500,7 +510,7 @@ class LayerNormFunction(Function):
             # With g = dy ⊙ weight, mean(g) and mean(g ⊙ x̂) are the rows of dy and dy ⊙ x̂
             # against weight / C: no need to form g ⊙ x̂.
             xp = array_module(grad)
-            row_weights = (xp.full(width, 1.0 / width, dtype=grad.dtype) if weight is None
+            row_weights = (_constant_vector(xp, width, 1.0 / width, grad.dtype) if weight is None
                            else weight / grad.dtype.type(width))
             mean_g = _row_dot(grad, row_weights)  # (..., 1)
             mean_g_normalized = _row_dot(projected, row_weights)  # (..., 1)
@@ -524,15 +534,24 @@ def _row_dot(a: Any, vector: Any) -> Any:
     return products.reshape(*a.shape[:-1], 1)
 
 
+@functools.lru_cache(maxsize=64)
+def _constant_vector(xp: Any, size: int, value: float, dtype: Any) -> Any:
+    """A read-only vector of ``size`` copies of ``value`` (made once per size)."""
+    vector = xp.full(size, value, dtype=dtype)
+    if xp is np:
+        vector.flags.writeable = False
+    return vector
+
+
 def _row_sum(a: Any, factor: float = 1.0) -> Any:
     """``factor`` times the sum over the last axis, kept as an axis of size 1."""
-    return _row_dot(a, array_module(a).full(a.shape[-1], factor, dtype=a.dtype))
+    return _row_dot(a, _constant_vector(array_module(a), a.shape[-1], factor, a.dtype))
 
 
 def _column_sum(rows: Any) -> Any:
     """The sum of the rows of a 2-D array, as one vector-matrix product (BLAS; about twice
     as fast as numpy's reduction over the first axis)."""
-    return array_module(rows).ones(rows.shape[0], dtype=rows.dtype) @ rows
+    return _constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype) @ rows
 
 
 def _row_mean(a: Any) -> Any:

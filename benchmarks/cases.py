@@ -70,8 +70,10 @@ def interleaved(steps: dict[str, Callable[[], Any]], warmup: int,
 
 
 def report(label: str, timings: dict[str, Timings]) -> dict[str, float]:
-    """Print one line per case: the medians in ms and three ratios tensorlib / PyTorch: of
-    the median wall times (the headline), of the best wall times, of the median CPU times."""
+    """Print one line per case: the medians in ms and four ratios tensorlib / PyTorch: of
+    the median wall times (the headline), of the best wall times, of the median CPU times,
+    and the median of the paired ratios (each repeat's two steps ran back to back, so a
+    paired ratio sees one machine load; the least sensitive to load that drifts)."""
     ours = timings["tensorlib"]
     wall = statistics.median(ours.wall) * 1e3
     line = f"{label:<40}{wall:>10.1f} ms"
@@ -81,8 +83,11 @@ def report(label: str, timings: dict[str, Timings]) -> dict[str, float]:
         other_wall = statistics.median(theirs.wall) * 1e3
         best = min(ours.wall) / min(theirs.wall)
         cpu = statistics.median(ours.cpu) / statistics.median(theirs.cpu)
-        line += f"{other_wall:>10.1f} ms{wall / other_wall:>8.2f}{best:>7.2f}{cpu:>7.2f}"
-        result.update(torch_ms=other_wall, ratio=wall / other_wall, best=best, cpu=cpu)
+        paired = statistics.median(a / b for a, b in zip(ours.wall, theirs.wall, strict=True))
+        line += (f"{other_wall:>10.1f} ms{wall / other_wall:>8.2f}{best:>7.2f}{cpu:>7.2f}"
+                 f"{paired:>8.2f}")
+        result.update(torch_ms=other_wall, ratio=wall / other_wall, best=best, cpu=cpu,
+                      paired=paired)
     print(line, flush=True)
     faults = "    page faults per step: tensorlib " + f"{statistics.median(ours.faults):.0f}"
     if "torch" in timings:
@@ -257,8 +262,10 @@ def run_all(args: argparse.Namespace, threads: int) -> int:
     describe_machine(threads)
     print(f"medians of {args.repeats} interleaved repeats after {args.warmup} warm-up steps; "
           "ratio = tensorlib / PyTorch of the medians (below 1: tensorlib is faster); best = "
-          "of the fastest repeats; CPU = of the median CPU times")
-    print(f"{'case':<40}{'tensorlib':>13}{'PyTorch':>13}{'ratio':>8}{'best':>7}{'CPU':>7}")
+          "of the fastest repeats; CPU = of the median CPU times; paired = median of the "
+          "per-repeat ratios (the two steps of a repeat run back to back)")
+    print(f"{'case':<40}{'tensorlib':>13}{'PyTorch':>13}{'ratio':>8}{'best':>7}{'CPU':>7}"
+          f"{'paired':>8}")
     if "a" in args.cases:
         training_case("(a) decoder step, batch 12", "decoder", 12, args)
     if "b" in args.cases:

@@ -162,8 +162,8 @@ class AdamW(Optimizer):
 
     def _scalars(self, step: int) -> tuple[float, float, float]:
         """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay, eps scaled
-        by sqrt(1 - beta2**step), and the bias correction sqrt(1 - beta2**step) /
-        (1 - beta1**step) (both corrections folded into scalars, as PyTorch does)."""
+        by sqrt(1 - beta2**step), and the two bias corrections folded into one factor,
+        sqrt(1 - beta2**step) / (1 - beta1**step)."""
         beta1, beta2 = self.betas
         root = (1.0 - beta2**step) ** 0.5
         return 1.0 - self.lr * self.weight_decay, self.eps * root, root / (1.0 - beta1**step)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.autograd import Context, Function
-from tensorlib.backend import array_module
+from tensorlib.backend import array_module, constant_vector
 from tensorlib.nn.rng import Rng, default_rng
 from tensorlib.ops.softmax import softmax_vjp
 from tensorlib.tensor import Tensor
@@ -510,7 +510,7 @@ class LayerNormFunction(Function):
             # With g = dy ⊙ weight, mean(g) and mean(g ⊙ x̂) are the rows of dy and dy ⊙ x̂
             # against weight / C: no need to form g ⊙ x̂.
             xp = array_module(grad)
-            row_weights = (_constant_vector(xp, width, 1.0 / width, grad.dtype) if weight is None
+            row_weights = (constant_vector(xp, width, 1.0 / width, grad.dtype) if weight is None
                            else weight / grad.dtype.type(width))
             mean_g = _row_dot(grad, row_weights)  # (..., 1)
             mean_g_normalized = _row_dot(projected, row_weights)  # (..., 1)
@@ -534,24 +534,15 @@ def _row_dot(a: Any, vector: Any) -> Any:
     return products.reshape(*a.shape[:-1], 1)
 
 
-@functools.lru_cache(maxsize=64)
-def _constant_vector(xp: Any, size: int, value: float, dtype: Any) -> Any:
-    """A read-only vector of ``size`` copies of ``value`` (made once per size)."""
-    vector = xp.full(size, value, dtype=dtype)
-    if xp is np:
-        vector.flags.writeable = False
-    return vector
-
-
 def _row_sum(a: Any, factor: float = 1.0) -> Any:
     """``factor`` times the sum over the last axis, kept as an axis of size 1."""
-    return _row_dot(a, _constant_vector(array_module(a), a.shape[-1], factor, a.dtype))
+    return _row_dot(a, constant_vector(array_module(a), a.shape[-1], factor, a.dtype))
 
 
 def _column_sum(rows: Any) -> Any:
     """The sum of the rows of a 2-D array, as one vector-matrix product (BLAS; about twice
     as fast as numpy's reduction over the first axis)."""
-    return _constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype) @ rows
+    return constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype) @ rows
 
 
 def _row_mean(a: Any) -> Any:

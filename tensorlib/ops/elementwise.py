@@ -9,7 +9,7 @@ import numpy as np
 from scipy import special
 
 from tensorlib.autograd import Context, Function
-from tensorlib.backend import array_module
+from tensorlib.backend import array_module, constant_vector
 
 
 class Exp(Function):
@@ -191,26 +191,16 @@ def _gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
     return out, (None if slope is None else slope.reshape(x.shape))
 
 
-_CLAMP_ARRAYS: dict[Any, Any] = {}
-
-
-def _clamp_array(xp: Any, size: int) -> Any:
-    """``size`` copies of the clamp C², as an array: numpy's minimum against an array runs
-    several times faster than against a scalar (whose broadcast misses the SIMD loop)."""
-    full = _CLAMP_ARRAYS.get(xp)
-    if full is None or full.size < size:
-        full = _CLAMP_ARRAYS[xp] = xp.full(max(size, _GELU32_BLOCK), _GELU32_CLAMP**2,
-                                           dtype=xp.float32)
-    return full[:size]
-
-
 def _gelu_float32_block(x: Any, out: Any, slope: Any) -> None:
     """Write GELU(x) into ``out`` and, unless ``slope`` is None, its derivative into it."""
     xp = array_module(x)
     f32 = xp.float32
     with np.errstate(over="ignore"):  # |x| > 1e19 squares to inf, then the clamp
         t = x * x
-    xp.minimum(t, _clamp_array(xp, t.size), out=t)  # beyond the clamp Φ is 0 or 1
+    # The clamp as an array: numpy's minimum against a scalar misses its SIMD loop and runs
+    # several times slower.
+    clamp = constant_vector(xp, t.size, _GELU32_CLAMP**2, xp.float32)
+    xp.minimum(t, clamp, out=t)  # beyond the clamp Φ is 0 or 1
     cdf = _polynomial(t, _GELU32_MINUS_2G, out=out)
     cdf *= x  # -2z
     with np.errstate(over="ignore"):  # far left of 0: exp(-2z) = inf, so Φ = 0 exactly

@@ -15,6 +15,8 @@ from tensorlib.nn import (
     capture_activations,
 )
 
+from helpers import perturb_constants
+
 CONFIG = DecoderConfig(vocabulary_size=9, context_length=6, channels=8, heads=2, layers=2)
 NAMES = ["embedding",
          "blocks.0.attention", "blocks.0.residual_attention", "blocks.0.residual_mlp",
@@ -22,13 +24,7 @@ NAMES = ["embedding",
 
 
 def make_decoder(seed=0, dtype=np.float64):
-    model = Decoder(CONFIG, rng=Rng(seed), dtype=dtype)
-    data = np.random.default_rng(seed)
-    with tl.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias") or name.endswith("norm.weight"):
-                p.add_(data.normal(scale=0.2, size=p.shape).astype(p.dtype))
-    return model
+    return perturb_constants(Decoder(CONFIG, rng=Rng(seed), dtype=dtype), seed)
 
 
 def recorders(model):

@@ -23,15 +23,7 @@ from tensorlib.nn import (
 )
 from tensorlib.nn import functional as F
 
-
-def perturb_constants(module, seed=0):
-    """Give the parameters that start constant (norms, biases) distinct values."""
-    data = np.random.default_rng(seed)
-    with tl.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias") or name.endswith("norm.weight"):
-                p.add_(data.normal(scale=0.2, size=p.shape).astype(p.dtype))
-
+from helpers import perturb_constants
 
 TINY = DecoderConfig(vocabulary_size=5, context_length=4, channels=4, heads=2, layers=1)
 

@@ -7,22 +7,13 @@ import pytest
 import tensorlib as tl
 from tensorlib.nn import Decoder, DecoderConfig, KVCache, MultiheadAttention, Rng
 
-
-def perturbed(module, seed=0):
-    """Give biases and norm weights (which start constant) distinct values."""
-    data = np.random.default_rng(seed)
-    with tl.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias") or name.endswith("norm.weight"):
-                p.add_(data.normal(scale=0.2, size=p.shape).astype(p.dtype))
-    return module
-
+from helpers import perturb_constants
 
 CONFIG = DecoderConfig(vocabulary_size=11, context_length=8, channels=16, heads=4, layers=2)
 
 
 def make_decoder(seed=0, dtype=np.float32, config=CONFIG):
-    return perturbed(Decoder(config, rng=Rng(seed), dtype=dtype), seed)
+    return perturb_constants(Decoder(config, rng=Rng(seed), dtype=dtype), seed)
 
 
 # --------------------------------------------------------------------------------- KVCache
@@ -67,7 +58,7 @@ def test_kv_cache_rejects_bad_appends_without_changing():
 
 # --------------------------------------------------------------------------------- attention
 def test_cached_attention_in_chunks_equals_full_attention():
-    layer = perturbed(MultiheadAttention(8, 2, rng=Rng(1), dtype=np.float64), 1)
+    layer = perturb_constants(MultiheadAttention(8, 2, rng=Rng(1), dtype=np.float64), 1)
     x = tl.Tensor(np.random.default_rng(0).normal(size=(3, 7, 8)))
     with tl.no_grad():
         full, full_probabilities = layer(x, return_attention=True)

@@ -198,7 +198,7 @@ _CONSTANT_VECTORS: dict[tuple[Any, float, Any], Any] = {}
 def constant_vector(xp: ModuleType, size: int, value: float, dtype: Any) -> Any:
     """A read-only vector of ``size`` copies of ``value`` in array module ``xp``: a view of
     one cached array per (module, value, dtype), made longer when a longer one is asked
-    for. For the hot paths that need a constant operand (BLAS row sums, GELU's clamp)."""
+    for. For the hot paths that need a constant operand (BLAS row and column sums)."""
     key = (xp, float(value), np.dtype(dtype))
     full = _CONSTANT_VECTORS.get(key)
     if full is None or full.shape[0] < size:

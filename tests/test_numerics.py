@@ -96,6 +96,36 @@ def test_causal_softmax_is_exact_at_huge_scores(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_causal_softmax_rows_do_not_depend_on_each_other_at_any_magnitude(dtype):
+    """Moderate rows need no shift and extreme rows are shifted by their maximum; the rule
+    looks at one row at a time, so making later rows (or masked entries) extreme changes
+    no earlier row by a single bit, and each extreme row is exact."""
+    rng = np.random.default_rng(5)
+    scores = rng.normal(size=(2, 3, 6, 6)).astype(dtype)
+    moderate = F.causal_softmax(tl.Tensor(scores)).data
+    extreme = scores.copy()
+    extreme[:, :, 4:] *= HUGE  # later rows: far beyond the no-shift range
+    extreme[:, :, :4, 5] = HUGE  # masked entries of earlier rows
+    extreme[0, 1, 3, :3] = -HUGE  # one earlier row whose diagonal is far above the rest
+    out = F.causal_softmax(tl.Tensor(extreme)).data
+    np.testing.assert_array_equal(out[:, :, :3], moderate[:, :, :3])
+    np.testing.assert_array_equal(np.delete(out[:, :, 3], 1, axis=1),
+                                  np.delete(moderate[:, :, 3], 1, axis=1))
+    masked = np.where(np.triu(np.ones((6, 6), bool), k=1), -np.inf, extreme)
+    expected = np.exp(reference_log_softmax(masked.astype(np.float64)))
+    np.testing.assert_allclose(out, expected, rtol=2e-6, atol=1e-30)
+
+
+def test_causal_softmax_keeps_a_nan_in_its_own_row():
+    scores = np.random.default_rng(6).normal(size=(1, 1, 4, 4)).astype(np.float32)
+    clean = F.causal_softmax(tl.Tensor(scores)).data
+    scores[0, 0, 2, 1] = np.nan
+    out = F.causal_softmax(tl.Tensor(scores)).data
+    assert np.isnan(out[0, 0, 2, :3]).all()
+    np.testing.assert_array_equal(np.delete(out, 2, axis=2), np.delete(clean, 2, axis=2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_cross_entropy_is_exact_at_huge_logits(dtype):
     logits = huge_logits(dtype)
     targets = np.array([1, 3, 2, 0, 2])

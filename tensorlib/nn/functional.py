@@ -259,14 +259,39 @@ def _additive_causal_mask(xp: Any, length: int, dtype: Any) -> Any:
     return mask
 
 
+@functools.lru_cache(maxsize=64)
+def _unshifted_range(dtype: Any, length: int) -> float:
+    """How far from 0 a row's scores may lie for its softmax to need no shift: within ±L,
+    L = (ln(largest float) - ln T) / 2, no exp overflows, a row's sum stays below the
+    largest float, and a row whose diagonal is at least -L sums to a normal number."""
+    return (math.log(float(np.finfo(dtype).max)) - math.log(length)) / 2
+
+
 def _causal_softmax_in_place(scores: Any) -> Any:
     """Softmax over the last axis of a fresh ``(..., T, T)`` score array, entries above the
-    diagonal masked to probability 0; overwrites and returns ``scores``."""
+    diagonal masked to probability 0; overwrites and returns ``scores``.
+
+    Softmax does not change when a row is shifted by a constant; the shift only guards exp
+    against overflow and a whole row against underflow. Each row is shifted by its maximum
+    unless its scores are at most L and its diagonal at least -L (see _unshifted_range):
+    then by 0. The rule looks at the row alone, so a row's probabilities never depend on
+    other rows (nor on masked, future positions). When every score and diagonal is within
+    ±L, as in practice, two reductions over the whole array show that no row needs its
+    maximum, which saves a reduction per row of T and a broadcast subtraction.
+    """
     xp = array_module(scores)
+    if scores.size == 0:
+        return scores
+    limit = _unshifted_range(scores.dtype, scores.shape[-1])
+    diagonal = xp.diagonal(scores, axis1=-2, axis2=-1)[..., None]  # a view, (..., T, 1)
+    unshifted = float(scores.max()) <= limit and float(diagonal.min()) >= -limit
     # Adding the -inf mask is twice as fast as a masked assignment. (A score of +inf above
     # the diagonal would become nan; scores that overflow float32 make the row nan anyway.)
     scores += _additive_causal_mask(xp, scores.shape[-1], scores.dtype)
-    scores -= scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
+    if not unshifted:  # rare: shift the rows that need it by their maximum
+        row_max = scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
+        in_range = (row_max <= limit) & (diagonal >= -limit)  # False for nan
+        scores -= xp.where(in_range, scores.dtype.type(0), row_max)
     probabilities = xp.exp(scores, out=scores)
     probabilities /= _row_sum(probabilities)
     return probabilities

@@ -106,11 +106,16 @@ def test_causal_softmax_rows_do_not_depend_on_each_other_at_any_magnitude(dtype)
     extreme = scores.copy()
     extreme[:, :, 4:] *= HUGE  # later rows: far beyond the no-shift range
     extreme[:, :, :4, 5] = HUGE  # masked entries of earlier rows
-    extreme[0, 1, 3, :3] = -HUGE  # one earlier row whose diagonal is far above the rest
+    extreme[0, 1, 3, :3] = -HUGE  # a row whose diagonal is far above the rest
+    extreme[1, 2, 0, 0] = -HUGE  # a row that is only its diagonal, far below 0
+    extreme[1, 0, 2, 2] = -HUGE  # a row whose diagonal is far below the rest
     out = F.causal_softmax(tl.Tensor(extreme)).data
-    np.testing.assert_array_equal(out[:, :, :3], moderate[:, :, :3])
-    np.testing.assert_array_equal(np.delete(out[:, :, 3], 1, axis=1),
-                                  np.delete(moderate[:, :, 3], 1, axis=1))
+    # rows 0-3 changed only in masked entries, but for the three changed on purpose
+    unchanged = np.ones((2, 3, 6), dtype=bool)
+    unchanged[:, :, 4:] = False
+    unchanged[0, 1, 3] = unchanged[1, 2, 0] = unchanged[1, 0, 2] = False
+    np.testing.assert_array_equal(out[unchanged], moderate[unchanged])
+    assert out[1, 2, 0, 0] == 1.0
     masked = np.where(np.triu(np.ones((6, 6), bool), k=1), -np.inf, extreme)
     expected = np.exp(reference_log_softmax(masked.astype(np.float64)))
     np.testing.assert_allclose(out, expected, rtol=2e-6, atol=1e-30)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -179,10 +180,11 @@ _SIGN_BIT = np.uint32(0x80000000)
 _GELU32_BLOCK = 1 << 16
 
 
-def _gelu32_coefficients() -> tuple[float, tuple[float, ...]]:
+@functools.lru_cache(maxsize=4)
+def _gelu32_coefficients(p: float, r: tuple[float, ...]) -> tuple[float, tuple[float, ...]]:
     """k = 1/p and R's coefficients for u = 1/(k + a), times 1/√(2π)."""
-    k = 1.0 / _GELU32_P
-    return k, tuple(r * k**j * _INV_SQRT_2PI for j, r in enumerate(_GELU32_R))
+    k = 1.0 / p
+    return k, tuple(r_j * k**j * _INV_SQRT_2PI for j, r_j in enumerate(r))
 
 
 def _gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
@@ -191,7 +193,7 @@ def _gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
     flat = x.reshape(-1)
     out = xp.empty_like(flat)
     slope = xp.empty_like(flat) if with_slope else None
-    k, coefficients = _gelu32_coefficients()
+    k, coefficients = _gelu32_coefficients(_GELU32_P, _GELU32_R)
     block = _GELU32_BLOCK if xp is np else max(flat.size, 1)  # one block on a GPU
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for start in range(0, flat.size, block):

@@ -14,3 +14,15 @@ def perturb_constants(module, seed=0):
             if name.endswith("bias") or name.endswith("norm.weight"):
                 p.add_(data.normal(scale=0.2, size=p.shape).astype(p.dtype))
     return module
+
+
+def count_nodes(tensor):
+    """Graph nodes reachable from ``tensor`` (to show a fused op is one node)."""
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or not hasattr(node, "next") or id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(n for n in node.next if n is not None and not isinstance(n, tl.Tensor))
+    return len(seen)

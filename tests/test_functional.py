@@ -15,6 +15,8 @@ from tensorlib import gradcheck
 from tensorlib.nn import Rng
 from tensorlib.nn import functional as F
 
+from helpers import count_nodes
+
 
 def random64(*shape, seed=0, scale=1.0):
     """A float64 leaf of normal(0, scale) values, fixed by ``seed``."""
@@ -39,18 +41,6 @@ def assert_twins_agree(fused, reference, *inputs, rtol=1e-10, atol=1e-12):
     assert len(grads_f) == len(grads_r) > 0
     for grad_f, grad_r in zip(grads_f, grads_r, strict=True):
         np.testing.assert_allclose(grad_f, grad_r, rtol=rtol, atol=atol)
-
-
-def count_nodes(tensor):
-    """Graph nodes reachable from ``tensor`` (to show a fused op is one node)."""
-    seen, stack = set(), [tensor.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or not hasattr(node, "next") or id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.extend(n for n in node.next if n is not None and not isinstance(n, tl.Tensor))
-    return len(seen)
 
 
 # --------------------------------------------------------------------------------- activations

@@ -15,16 +15,7 @@ from tensorlib.nn import functional as F
 from tensorlib.ops.elementwise import erf_float32
 from tensorlib.optim import AdamW
 
-
-def count_nodes(out):
-    seen, stack = set(), [out.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.extend(n for n in node.next if n is not None and not isinstance(n, tl.Tensor))
-    return len(seen)
+from helpers import count_nodes
 
 
 def random(*shape, seed=0, dtype=np.float64, requires_grad=True):

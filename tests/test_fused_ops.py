@@ -43,6 +43,8 @@ def test_float32_erf_special_values():
     assert np.isnan(out[3])
     np.testing.assert_array_equal(out[4:6], [1.0, -1.0])
     assert out[6] == pytest.approx(2 / math.sqrt(math.pi) * 1e-30, rel=1e-6)
+    zero_d = erf_float32(np.array(np.float32(0.5)))  # a 0-d array stays one
+    assert zero_d.shape == () and zero_d == pytest.approx(0.5204998778, rel=1e-6)
 
 
 def test_float32_gelu_value_and_slope_match_the_exact_ones():

@@ -130,6 +130,8 @@ _TANH_CUBIC = 0.044715
 # erf(x) ≈ tanh(x · S(x²)) for float32, with S(t) = Σ c_k t^k fitted on [0, 3.9] (see
 # benchmarks/fit_erf.py). tanh already saturates like erf; S bends it into shape. Largest
 # error against the exact erf: 1.7e-7 (under 4 float32 ulps), at a fraction of the cost.
+# tensorlib's first fast GELU went through it; the GELU below no longer needs an erf, and
+# erf_float32 stays for notebook 16's comparison with scipy's erf.
 _ERF32_COEFFICIENTS = (
     1.1283792741e+00, 1.0276905672e-01, -1.9183090310e-04, -6.1978644946e-04,
     8.7638795925e-05, -5.6688675294e-06, 1.4188526480e-07,
@@ -138,13 +140,15 @@ _ERF32_CLAMP = 3.9  # erf(3.9) = 1 - 3.5e-8 is 1 in float32
 
 
 def erf_float32(x: Any) -> Any:
-    """erf of a float32 array from numpy's vectorized tanh and a degree-6 polynomial
-    (several times faster than scipy's erf, within 4 ulps). Returns a new float32 array."""
+    """erf of a float32 array (or scalar) from numpy's vectorized tanh and a degree-6
+    polynomial: several times faster than scipy's erf, within 4 ulps. Returns a new float32
+    array of x's shape."""
     xp = array_module(x)
+    t = xp.empty_like(x)  # explicit outputs keep a 0-d input an array throughout
     with np.errstate(over="ignore"):  # |x| > 1e19 squares to inf, then the clamp
-        t = x * x
+        xp.multiply(x, x, out=t)
     xp.minimum(t, xp.float32(_ERF32_CLAMP**2), out=t)  # beyond the clamp tanh(...) is ±1
-    s = _polynomial(t, _ERF32_COEFFICIENTS)  # S(x²)
+    s = _polynomial(t, _ERF32_COEFFICIENTS, out=xp.empty_like(t))  # S(x²)
     s *= x
     return xp.tanh(s, out=s)
 
@@ -233,11 +237,9 @@ def _gelu_float32_block(x: Any, out: Any, slope: Any, k: float,
 
 
 def _erf(a: Any) -> Any:
-    """erf: the fast approximation for float32, the exact special function otherwise
-    (float64 stays exact, so gradient checks are unaffected)."""
+    """The exact erf (scipy's, or CuPy's on a GPU), for every dtype but float32, whose GELU
+    has a path of its own: float64 stays exact, so gradient checks are unaffected."""
     xp = array_module(a)
-    if a.dtype == xp.float32:
-        return erf_float32(a)
     if xp.__name__ == "numpy":
         return special.erf(a)
     import cupyx.scipy.special as cupy_special  # type: ignore[import-not-found]
@@ -250,8 +252,8 @@ class Gelu(Function):
 
     Exact form: Φ(x) = (1 + erf(x/√2)) / 2 and dGELU/dx = Φ(x) + x·φ(x), with
     φ(x) = exp(-x²/2)/√(2π). For float32 the forward computes the slope along with the
-    value (cheaply, from the same tanh) and saves only the slope; other dtypes save the
-    input and use the exact erf.
+    value (cheaply, from the same exp: see _gelu_float32_block) and saves only the slope;
+    other dtypes save the input and use the exact erf.
     """
 
     op_name = "gelu"

@@ -2,6 +2,7 @@
 
 from tensorlib.viz.graph import (
     INSTALL_HINT,
+    OUTPUT_AREA_WIDTH,
     Drawing,
     GraphvizNotInstalledError,
     draw_graph,
@@ -27,6 +28,7 @@ from tensorlib.viz.plots import (
 
 __all__ = [
     "INSTALL_HINT",
+    "OUTPUT_AREA_WIDTH",
     "ActivationTrace",
     "Drawing",
     "GraphvizNotInstalledError",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -168,18 +169,23 @@ def _element_count(inputs: Any) -> int:
     return int(np.size(inputs))
 
 
-def _progress_bar(total: int, enabled: bool) -> Any:
-    """A tqdm bar: a widget in Jupyter when ipywidgets is installed, text otherwise.
+def _in_jupyter_kernel() -> bool:
+    """True when this code runs in a Jupyter kernel (IPython's shell there has a kernel)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel")
 
-    ``tqdm.auto`` warns when it runs in a notebook without ipywidgets; asking for it only
-    when ipywidgets imports keeps that warning out of notebook outputs.
-    """
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        from tqdm.std import tqdm
-    else:
-        from tqdm.auto import tqdm
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm text bar: on stderr in a terminal; on stdout in Jupyter, where it updates in
+    place (the output keeps only its last state) and, unlike stderr, is not coloured as an
+    error. A text bar needs no widget library and shows in an untrusted notebook too."""
+    from tqdm.std import tqdm
+
+    if _in_jupyter_kernel():  # a fixed-width bar: only its timings vary from run to run
+        return tqdm(total=total, disable=not enabled, desc="training", unit="step",
+                    file=sys.stdout, bar_format="{l_bar}{bar:30}{r_bar}", mininterval=0.5,
+                    leave=True)
     return tqdm(total=total, disable=not enabled, desc="training", unit="step",
                 dynamic_ncols=True, leave=True)
 

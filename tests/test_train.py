@@ -1,6 +1,8 @@
 """The training loop: history, evaluation cadence, schedules, clipping, the NaN stop."""
 
 import math
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -220,12 +222,14 @@ def test_progress_false_prints_nothing(capsys):
     assert captured.out == "" and captured.err == ""
 
 
-def test_progress_bar_shows_the_loss(capsys):
+def test_progress_bar_shows_the_loss_on_stderr_in_a_terminal(capsys):
     model = Regressor()
     train(model, SGD(model, lr=0.1), fixed_batches, steps=3, evaluate=lambda: 0.5)
-    err = capsys.readouterr().err
-    assert "training" in err and "3/3" in err
-    assert "loss=" in err and "validation=0.5000" in err
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert final_state(captured.err).startswith("training: 100%|")
+    assert "3/3" in captured.err
+    assert "loss=" in captured.err and "validation=0.5000" in captured.err
 
 
 def test_bad_arguments_are_rejected_before_training():
@@ -246,3 +250,38 @@ def test_bad_arguments_are_rejected_before_training():
         np.testing.assert_array_equal(value, before[name])
     with pytest.raises(ValueError, match="empty"):
         History().final()
+
+
+# ------------------------------------------------------------------------------ progress bar
+def final_state(stream_text: str) -> str:
+    """What a terminal or a notebook shows of a bar that redraws itself after each '\\r'."""
+    return stream_text.rstrip("\n").rsplit("\r", 1)[-1]
+
+
+def pretend_jupyter_kernel(monkeypatch):
+    """Make tensorlib.train see an IPython shell with a kernel, as in a notebook."""
+    ipython = types.ModuleType("IPython")
+    shell = types.SimpleNamespace(kernel=object())
+    ipython.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+
+
+def test_progress_bar_goes_to_stdout_at_a_fixed_width_in_jupyter(monkeypatch, capsys):
+    pretend_jupyter_kernel(monkeypatch)
+    model = Regressor()
+    history = train(model, SGD(model, lr=0.1), fixed_batches, steps=3,
+                    evaluate=lambda: model.loss(X, Y))
+    captured = capsys.readouterr()
+    assert captured.err == ""  # stderr is drawn as an error in JupyterLab
+    last = final_state(captured.out)
+    assert last.startswith("training: 100%|" + "█" * 30 + "| 3/3 [")
+    assert last.endswith(f"loss={history[-1].train_loss:.4f}, "
+                         f"validation={history[-1].validation_loss:.4f}]")
+
+
+def test_no_progress_prints_nothing(monkeypatch, capsys):
+    for in_notebook in (False, True):
+        if in_notebook:
+            pretend_jupyter_kernel(monkeypatch)
+        train(Regressor(), SGD(Regressor(), lr=0.1), fixed_batches, steps=3, progress=False)
+        assert capsys.readouterr() == ("", "")

@@ -19,6 +19,7 @@ A drawing is made to be read in a notebook's output area (960 px wide):
 from __future__ import annotations
 
 import base64
+import io
 import struct
 from collections import Counter
 from collections.abc import Iterable
@@ -27,6 +28,7 @@ from typing import Any
 
 import graphviz
 import numpy as np
+from PIL import Image  # pillow comes with matplotlib
 
 from tensorlib.autograd import Context
 from tensorlib.scalar.engine import Value
@@ -106,7 +108,7 @@ class Drawing(graphviz.Digraph):
         fitted = self.fitted()
         svg = fitted.pipe(format="svg", encoding="utf-8")
         fitted.attr(dpi=str(CSS_PIXELS_PER_INCH * PNG_PIXEL_RATIO))
-        png = fitted.pipe(format="png")
+        png = _palette_png(fitted.pipe(format="png"))
         width, height = _png_size(png)
         data = {"image/svg+xml": svg, "image/png": base64.b64encode(png).decode("ascii"),
                 "text/plain": repr(self)}
@@ -120,6 +122,17 @@ def _check_max_width(max_width: Any) -> None:
                                   or max_width < 100):
         raise ValueError(f"max_width must be a whole number of pixels >= 100 or None, "
                          f"got {max_width!r}")
+
+
+def _palette_png(png: bytes) -> bytes:
+    """The same picture with a 256-colour palette (a drawing's few fills, black text and their
+    anti-aliased edges): about a third of graphviz's 32-bit PNG in a notebook file."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")  # graphviz paints an opaque white page
+    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                             dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    palette.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
 
 
 def _png_size(png: bytes) -> tuple[int, int]:

@@ -1,9 +1,11 @@
 """Drawings of computation graphs and module trees: the DOT source, determinism, rendering."""
 
 import base64
+import json
 import re
 import shutil
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -316,3 +318,27 @@ def test_missing_dot_raises_one_clear_error(monkeypatch, tmp_path):
         drawing.render(tmp_path / "graph", format="png")
     with pytest.raises(GraphvizNotInstalledError):
         draw_module(Linear(2, 2, rng=Rng(0)))._repr_mimebundle_()
+
+
+# ------------------------------------------------------------------------------ the workbook
+def committed_drawings():
+    """(notebook, cell index, output) for every graphviz drawing committed in the workbook."""
+    for path in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
+        for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for output in cell.get("outputs", []):
+                if "image/svg+xml" in output.get("data", {}):
+                    yield path.stem, index, output
+
+
+def test_every_committed_drawing_has_a_png_fits_the_page_and_stays_legible():
+    drawings = list(committed_drawings())
+    assert len(drawings) >= 16
+    for notebook, index, output in drawings:
+        where = f"{notebook} cell {index}"
+        svg = "".join(output["data"]["image/svg+xml"])
+        width, _ = svg_size_px(svg)
+        assert width <= OUTPUT_AREA_WIDTH, f"{where} is {width:.0f} px wide"
+        scale = float(re.search(r'transform="scale\(([\d.]+)', svg).group(1))
+        assert scale >= 0.75, f"{where} is shrunk to {scale:.2f}: text under 11 px"
+        assert "image/png" in output["data"], f"{where} has no PNG for an untrusted notebook"
+        assert output["metadata"]["image/png"]["width"] <= OUTPUT_AREA_WIDTH, where

@@ -4,10 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# JupyterLab reads settings overrides from the environment it runs in (never the user's home).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test lint bench graphviz clean
+.PHONY: setup lab test test-browser lint bench graphviz chromium clean
 
-setup: $(STAMP) graphviz
+setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
 # The virtual environment is rebuilt only when the pinned requirements change.
 $(STAMP): requirements.txt pyproject.toml
@@ -19,11 +21,23 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tensorlib)" >/dev/null
 	touch $(STAMP)
 
+$(LAB_SETTINGS): jupyterlab/overrides.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp jupyterlab/overrides.json $@
+
 graphviz:
 	@scripts/ensure_graphviz.sh
 
+# Debian's chromium, for the browser test only (tests/test_browser.py); not part of setup.
+chromium:
+	@scripts/ensure_chromium.sh
+
 lab: setup
 	$(BIN)/jupyter lab notebooks/
+
+# What a new user sees: every committed drawing and plot visible in JupyterLab, none too wide.
+test-browser: setup chromium
+	$(BIN)/python -m pytest tests/test_browser.py -q
 
 lint: setup
 	$(BIN)/ruff check .

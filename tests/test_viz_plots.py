@@ -178,6 +178,13 @@ def test_attention_selected_heads_single_map_and_batch_of_one():
     assert all(isinstance(i, AxesImage) for a in batched.axes for i in a.get_images())
 
 
+def test_attention_figure_fits_a_notebook_output_area():
+    four_heads = plot_attention(attention_maps(heads=4))
+    assert four_heads.get_size_inches()[0] * four_heads.dpi <= 960  # panels shrink to fit
+    one_head = plot_attention(attention_maps(heads=1))
+    assert one_head.get_size_inches()[0] == pytest.approx(2.6 + 0.8)  # left as asked
+
+
 def test_attention_rejects_bad_shapes_tokens_and_heads():
     probabilities = attention_maps()
     with pytest.raises(ValueError, match="3 tokens do not label a 4 x 4"):

@@ -78,6 +78,10 @@ def _enable_notebook_display() -> None:
                                                bbox_inches="tight"))
 
 
+# Inches a figure may be wide to fit a JupyterLab output area (960 px) at matplotlib's 100 dpi.
+NOTEBOOK_FIGURE_WIDTH = 9.4
+
+
 def _new_figure(figsize: tuple[float, float]) -> Figure:
     _enable_notebook_display()
     return Figure(figsize=figsize, layout="constrained")
@@ -355,7 +359,8 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
 
     ``probabilities`` is ``(T, T)``, ``(H, T, T)`` or ``(1, H, T, T)`` (an array or a
     Tensor). ``tokens`` (length T) label both axes; ``heads`` picks which heads to draw
-    (default all), laid out ``columns`` per row. Colours span 0..1, with one colour bar.
+    (default all), laid out ``columns`` per row, each panel ``panel_size`` inches or less so
+    the figure fits a notebook's output area. Colours span 0..1, with one colour bar.
     """
     array = np.asarray(_as_array(probabilities, "probabilities"), dtype=np.float64)
     if array.ndim == 4 and array.shape[0] == 1:
@@ -381,6 +386,7 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
         raise ValueError(f"columns must be a positive integer, got {columns!r}")
     ncols = min(len(chosen), int(columns))
     nrows = math.ceil(len(chosen) / ncols)
+    panel_size = min(panel_size, (NOTEBOOK_FIGURE_WIDTH - 0.8) / ncols)  # fit the page
     figure = _new_figure((panel_size * ncols + 0.8, panel_size * nrows + (0.4 if title else 0)))
     grid = figure.subplots(nrows, ncols, squeeze=False)
     image = None

@@ -337,8 +337,15 @@ def wait_until_rendered(page, output_counts: list[int]) -> str | None:
 
 
 def save_screenshots(page, folder: Path, name: str) -> None:
-    """The whole notebook (the window made as tall as the notebook, since JupyterLab scrolls
-    inside the window) and each picture on its own."""
+    """The whole notebook and each picture on its own, with the window made as tall as the
+    notebook (JupyterLab scrolls inside the window, and a picture taller than the window
+    would be cut)."""
+    hidden_height = page.evaluate(SCROLL_TO_TOP_JS)
+    page.set_viewport_size({"width": VIEWPORT["width"],
+                            "height": min(VIEWPORT["height"] + hidden_height,
+                                          MAX_SCREENSHOT_HEIGHT)})
+    page.evaluate(NEXT_FRAME_JS)
+    page.screenshot(path=folder / f"{name}.png", full_page=True)
     output = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output"
     pictures = page.locator(f"{output}.jp-RenderedImage, {output}.jp-RenderedSVG")
     for k in range(pictures.count()):
@@ -346,12 +353,6 @@ def save_screenshots(page, folder: Path, name: str) -> None:
         picture.scroll_into_view_if_needed()
         if picture.is_visible():
             picture.screenshot(path=folder / f"{name}-picture{k + 1:02d}.png")
-    hidden_height = page.evaluate(SCROLL_TO_TOP_JS)
-    page.set_viewport_size({"width": VIEWPORT["width"],
-                            "height": min(VIEWPORT["height"] + hidden_height,
-                                          MAX_SCREENSHOT_HEIGHT)})
-    page.evaluate(NEXT_FRAME_JS)
-    page.screenshot(path=folder / f"{name}.png", full_page=True)
     page.set_viewport_size(VIEWPORT)
 
 
@@ -468,3 +469,101 @@ def test_committed_pictures_visible_in_jupyterlab(jupyterlab, chromium_browser, 
     if failures:
         pytest.fail("\n".join([summary, *(r.line() for r in reports), *failures]),
                     pytrace=False)
+
+
+# A training cell slow enough to watch: 40 steps of about 0.1 s each.
+LIVE_TRAINING_SOURCE = """\
+import time
+
+import numpy as np
+
+import tensorlib as tl
+from tensorlib.nn import Linear, Rng
+from tensorlib.optim import SGD
+from tensorlib.train import train
+
+model = Linear(2, 1, rng=Rng(0))
+inputs = tl.tensor(np.ones((4, 2), dtype=np.float32))
+
+
+def slow_loss(model, inputs, targets):
+    time.sleep(0.1)
+    out = model(inputs)
+    return (out * out).mean()
+
+
+history = train(model, SGD(model, lr=0.01), lambda step: (inputs, None), steps=40,
+                loss_fn=slow_loss)
+print("finished", len(history), "steps")
+"""
+
+# Runs in the page: the first cell's outputs (MIME type and text) and whether it is running.
+FIRST_CELL_OUTPUTS_JS = """
+() => {
+  const cell = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell');
+  const prompt = cell.querySelector('.jp-InputPrompt').textContent;
+  const outputs = [...cell.querySelectorAll('.jp-OutputArea-output')].map(
+      output => ({mime: output.dataset.mimeType || null, text: output.textContent}));
+  return {running: prompt.includes('*'), outputs};
+}
+"""
+
+
+@pytest.mark.slow
+def test_training_shows_a_live_progress_bar_in_jupyterlab(jupyterlab, chromium_browser,
+                                                          capsys):
+    """Running a training cell in JupyterLab shows one progress bar on stdout that redraws
+    in place while the cell runs, and ends at 100%."""
+    import nbformat
+
+    scratch = jupyterlab.root / "scratch"
+    scratch.mkdir(exist_ok=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(LIVE_TRAINING_SOURCE)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, scratch / "live_progress.ipynb")
+
+    context = chromium_browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    states: list[dict] = []
+    try:
+        page.goto(f"{jupyterlab.url}/lab/tree/scratch/live_progress.ipynb?reset&token="
+                  f"{jupyterlab.token}", timeout=PAGE_TIMEOUT_MS)
+        wait_until_rendered(page, [0])
+        jupyterlab.wait_for_kernel("scratch/live_progress.ipynb")
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            state = page.evaluate(FIRST_CELL_OUTPUTS_JS)
+            states.append(state)
+            if any("finished" in output["text"] for output in state["outputs"]):
+                break
+            page.wait_for_timeout(100)
+    finally:
+        page.close()
+        context.close()
+        jupyterlab.shut_down_sessions()
+
+    bars_while_running = {output["text"].strip() for state in states if state["running"]
+                          for output in state["outputs"] if "training:" in output["text"]}
+    final = states[-1]["outputs"] if states else []
+    problems = []
+    if not any("finished 40 steps" in output["text"] for output in final):
+        problems.append(f"the cell did not finish within 90 s; last outputs: {final}")
+    if len(bars_while_running) < 3:
+        problems.append(f"the bar did not move while training: {sorted(bars_while_running)}")
+    for state in states:
+        for output in state["outputs"]:
+            if output["text"].count("training:") > 1:
+                problems.append(f"the bar was appended, not redrawn: {output['text']!r}")
+            if output["mime"] != "application/vnd.jupyter.stdout":
+                problems.append(f"an output other than stdout: {output}")
+    if not any("training: 100%|" in o["text"] and "40/40" in o["text"] for o in final):
+        problems.append(f"the bar did not end at 100%: {final}")
+    with capsys.disabled():
+        print(f"live progress: {len(bars_while_running)} states of one bar seen while "
+              f"training, on stdout, ending at 100%", flush=True)
+    if problems:
+        pytest.fail("\n".join(sorted(set(problems))[:10]), pytrace=False)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.backend import device_of
+
 _grad_enabled = True
 
 
@@ -473,6 +475,7 @@ class _CustomGradient(Function):
     @staticmethod
     def forward(ctx: Context, *input_arrays: Any, output: Any, vjp: Callable) -> Any:
         ctx.vjp = vjp
+        ctx.input_devices = tuple(device_of(array) for array in input_arrays)
         return output
 
     @staticmethod
@@ -482,7 +485,15 @@ class _CustomGradient(Function):
             grads = tuple(grads)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        return tuple(g.data if isinstance(g, Tensor) else g for g in grads)
+        grads = tuple(g.data if isinstance(g, Tensor) else g for g in grads)
+        # User code made these: a gradient on another device than its input is refused here,
+        # before the engine accumulates anything (the count, shapes and dtypes it checks).
+        for position, (g, device) in enumerate(zip(grads, ctx.input_devices, strict=False)):
+            if g is not None and hasattr(g, "shape") and device_of(g) != device:
+                raise RuntimeError(f"custom_gradient: the vjp returned a gradient on device "
+                                   f"'{device_of(g)}' for input {position}, which is on "
+                                   f"'{device}'")
+        return grads
 
 
 def custom_gradient(output: Any, inputs: Sequence[Tensor],
@@ -490,8 +501,9 @@ def custom_gradient(output: Any, inputs: Sequence[Tensor],
     """Join an array computed outside the engine to the graph.
 
     ``output`` is the already-computed array, ``inputs`` the tensors it depends on, and
-    ``vjp(grad)`` returns one gradient per input (None for no gradient). The count, shapes and
-    dtypes are validated before anything accumulates; if ``vjp`` raises, no ``.grad`` changes.
+    ``vjp(grad)`` returns one gradient per input (None for no gradient). The count, devices,
+    shapes and dtypes are validated before anything accumulates; if ``vjp`` raises, or returns
+    something wrong, no ``.grad`` changes.
     """
     inputs = tuple(inputs)
     for position, t in enumerate(inputs):

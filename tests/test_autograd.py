@@ -437,6 +437,30 @@ def test_custom_gradient_vjp_that_raises_leaves_every_grad_unchanged():
     np.testing.assert_array_equal(b.grad, before[1])
 
 
+class _OtherDeviceArray(np.ndarray):
+    """An array "on" a second, fake device (a numpy subclass)."""
+
+
+def test_custom_gradient_on_another_device_is_refused_before_any_grad_changes():
+    from tensorlib import backend
+
+    backend.register_backend("otherdevice", np, lambda a: np.asarray(a).view(_OtherDeviceArray),
+                             lambda: True, array_types=(_OtherDeviceArray,))
+    try:
+        a, b = _f64([1.0, 2.0]), _f64([3.0, 4.0])
+        (a + b).sum().backward()
+        before = a.grad.copy(), b.grad.copy()
+        out = custom_gradient(a.data * b.data, [a, b],
+                              lambda g: (g * b.data, (g * a.data).view(_OtherDeviceArray)))
+        with pytest.raises(RuntimeError, match="device 'otherdevice' for input 1, which is "
+                                               "on 'cpu'"):
+            out.sum().backward()
+        np.testing.assert_array_equal(a.grad, before[0])  # input 0's gradient was fine
+        np.testing.assert_array_equal(b.grad, before[1])
+    finally:
+        backend.unregister_backend("otherdevice")
+
+
 def test_custom_gradient_rejects_bad_arguments():
     a = _f64([1.0])
     with pytest.raises(TypeError, match="input 0"):

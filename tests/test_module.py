@@ -324,3 +324,140 @@ def test_load_state_dict_non_strict_returns_missing_and_unexpected():
 def test_load_state_dict_rejects_non_dicts():
     with pytest.raises(TypeError, match="dict"):
         Pair().load_state_dict([("gain", np.ones(1))])
+
+
+# --------------------------------------------------------------------------------- buffers
+class Counter(Module):
+    """An Affine with a persistent step counter (int64) and a non-persistent cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.affine = Affine(2)
+        self.register_buffer("steps", np.zeros(1, dtype=np.int64))
+        self.register_buffer("cache", np.ones((2, 2), dtype=np.float32), persistent=False)
+
+    def forward(self, x):
+        return self.affine(x)
+
+
+def test_buffers_are_listed_saved_and_never_parameters():
+    model = Counter()
+    assert isinstance(model.steps, tl.Tensor) and not model.steps.requires_grad
+    assert [name for name, _ in model.named_buffers()] == ["steps", "cache"]
+    assert model.buffers()[0] is model.steps
+    assert not any(p is model.steps or p is model.cache for p in model.parameters())
+    assert [name for name, _ in model.named_parameters()] == ["affine.scale", "affine.shift"]
+    # Per module: parameters, then persistent buffers; children after.
+    assert list(model.state_dict()) == ["steps", "affine.scale", "affine.shift"]
+    assert model.state_dict()["steps"].dtype == np.int64
+    nested = Module()
+    nested.inner = Counter()
+    assert [n for n, _ in nested.named_buffers()] == ["inner.steps", "inner.cache"]
+
+
+def test_buffers_load_strictly_and_keep_their_dtype():
+    source, target = Counter(), Counter()
+    source.steps.data[0] = 7
+    target.load_state_dict(source.state_dict())
+    assert target.steps.data.tolist() == [7] and target.steps.dtype == np.int64
+    state = source.state_dict()
+    state["steps"] = np.array([1.5])  # a float into an integer buffer
+    version = target.steps._version[0]
+    with pytest.raises(StateDictError, match="'steps': dtype float64 in the state, int64"):
+        target.load_state_dict(state)
+    assert target.steps.data.tolist() == [7] and target.steps._version[0] == version
+    del state["steps"]
+    with pytest.raises(StateDictError, match="missing key 'steps'"):
+        target.load_state_dict(state)
+
+
+def test_buffer_registration_rules():
+    model = Counter()
+    with pytest.raises(KeyError, match="already has a member named 'steps'"):
+        model.register_buffer("steps", np.zeros(1))
+    with pytest.raises(TypeError, match="cannot be a Parameter"):
+        model.register_buffer("p", Parameter(np.zeros(1)))
+    with pytest.raises(ValueError, match="must not require grad"):
+        model.register_buffer("g", tl.tensor([1.0], requires_grad=True))
+    with pytest.raises(TypeError, match="must be an array or a Tensor, got str"):
+        model.register_buffer("s", "text")
+    with pytest.raises(KeyError, match="already has a member named 'affine'"):
+        model.register_buffer("affine", np.zeros(1))
+    model.steps = np.full(1, 3, dtype=np.int64)  # assigning replaces the buffer
+    assert model.steps.data.tolist() == [3]
+    with pytest.raises(AttributeError, match="cannot be deleted"):
+        del model.steps
+    with pytest.raises(AttributeError, match="no attribute, parameter, buffer or child"):
+        _ = model.missing
+
+
+def test_to_moves_buffers_with_the_parameters(monkeypatch):
+    from tensorlib import backend
+
+    model = Counter()
+    moved = []
+    original = backend.copy_to_backend
+
+    def recording_copy(target, array):
+        moved.append(array.shape)
+        return original(target, array)
+
+    monkeypatch.setattr("tensorlib.nn.module.copy_to_backend", recording_copy)
+    monkeypatch.setattr("tensorlib.nn.module.device_of", lambda array: "elsewhere")
+    steps = model.steps
+    model.to("cpu")
+    assert sorted(moved) == sorted([(2,), (2,), (1,), (2, 2)])  # parameters and buffers
+    assert model.steps is steps and steps._version[0] == 1  # moved in place, version bumped
+
+
+# --------------------------------------------------------------------------------- hooks
+def test_forward_hooks_see_inputs_and_output_and_can_replace_it():
+    layer = Affine(3)
+    seen = []
+    first = layer.register_forward_hook(lambda m, inputs, out: seen.append((m, inputs, out)))
+    second = layer.register_forward_hook(lambda m, inputs, out: out * 2.0)
+    x = tl.tensor([1.0, 2.0, 3.0])
+    y = layer(x)
+    assert seen[0][0] is layer and seen[0][1] == (x,)
+    np.testing.assert_array_equal(seen[0][2].data, [1.0, 2.0, 3.0])  # before the second hook
+    np.testing.assert_array_equal(y.data, [2.0, 4.0, 6.0])
+    second.remove()
+    second.remove()  # a second remove does nothing
+    np.testing.assert_array_equal(layer(x).data, [1.0, 2.0, 3.0])
+    with first:
+        pass
+    layer(x)
+    assert len(seen) == 2  # removed on leaving the with block
+    with pytest.raises(TypeError, match="must be callable"):
+        layer.register_forward_hook("not a function")
+
+
+# --------------------------------------------------------------------------------- copies
+def test_copying_a_module_is_deep_or_refused():
+    import copy
+
+    model = Pair()
+    with pytest.raises(TypeError, match=r"copy.copy\(\) of a Pair would share"):
+        copy.copy(model)
+    twin = copy.deepcopy(model)
+    twin.extra = Parameter(np.zeros(1, dtype=np.float32))
+    assert "extra" not in dict(model.named_parameters())
+    with tl.no_grad():
+        twin.gain.fill_(5.0)
+    assert model.gain.data.tolist() == [1.0]
+
+
+def test_assigning_parameter_data_keeps_shape_and_dtype():
+    model = Affine(3)
+    with pytest.raises(ValueError, match=r"shape \(5,\) and dtype int64 to parameter 'scale' "
+                                         r"of Affine of shape \(3,\) and dtype float32"):
+        model.scale.data = np.arange(5)
+    with pytest.raises(ValueError, match=r"dtype float64 to parameter 'shift'"):
+        model.shift.data = np.zeros(3)
+    assert model.scale.shape == (3,) and model.scale.dtype == np.float32
+    version = model.scale._version[0]
+    model.scale.data = np.full(3, 4.0, dtype=np.float32)  # same shape and dtype: fine
+    assert model.scale.data.tolist() == [4.0] * 3 and model.scale._version[0] == version + 1
+    loose = Parameter(np.zeros(2, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"to a parameter of shape \(2,\)"):
+        loose.data = np.zeros(3, dtype=np.float32)

@@ -1,6 +1,7 @@
 """Tests for tensorlib.nn.quant: NF4 codes, quantized Linear layers, QLoRA and its export."""
 
 import gc
+import weakref
 from statistics import NormalDist
 
 import numpy as np
@@ -193,12 +194,13 @@ def test_quantize_linear_replaces_and_releases_the_weight():
     layer = Linear(64, 32, rng=Rng(0))
     x = tl.tensor(Rng(1).normal(size=(5, 64)))
     before = layer(x).data.copy()
-    weight = layer.weight
-    original = weight.data.copy()
-    weight.grad = np.ones_like(original)
+    original = layer.weight.data.copy()
+    layer.weight.grad = np.ones_like(original)
+    weight = weakref.ref(layer.weight)  # a weak reference: a strong one blocks quantizing
     assert model_memory_bytes(layer) == (64 * 32 + 32) * 4
 
     quantized = quantize_linear(layer)
+    weight = weight()
     assert layer.quantized is quantized
     assert [name for name, _ in layer.named_parameters()] == ["bias"]
     assert list(layer.state_dict()) == ["bias"]
@@ -256,6 +258,26 @@ def test_quantizing_a_weight_an_optimizer_holds_is_rejected():
     gc.collect()
     assert quantize_model(model, "blocks.*")[0] == "blocks.0.attention.output"
     quantize_linear(layer, block_size=16)
+
+
+def test_quantizing_a_weight_anything_else_holds_is_rejected():
+    # The seeds' rule: the dense weight is released only when nothing outside the layer can
+    # still reach it. A handle of our own (a local variable here) blocks it.
+    layer = Linear(64, 8, rng=Rng(0))
+    handle = layer.weight
+    values = handle.data.copy()
+    with pytest.raises(RuntimeError, match=r"'\(root\)': 1 other reference\(s\) still hold "
+                                           r"it \(a local variable of a running function\)"):
+        quantize_linear(layer)
+    assert layer.quantized is None and handle.shape == (8, 64)  # nothing changed
+    np.testing.assert_array_equal(handle.data, values)
+    holders = {"kept": handle}
+    del handle
+    with pytest.raises(RuntimeError, match="a dict"):
+        quantize_model(layer)
+    del holders
+    quantize_linear(layer)
+    assert layer.quantized is not None
 
 
 def test_an_optimizer_of_other_parameters_does_not_block():

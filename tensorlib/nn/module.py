@@ -10,7 +10,7 @@ child registered twice, no cycles.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,6 +30,37 @@ class Parameter(Tensor):
         if not np.issubdtype(self.dtype, np.floating):
             raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
         self.requires_grad = bool(trainable)
+
+    @property
+    def data(self) -> Any:
+        """The values. Assigning new ones is an in-place change: the shape and dtype must
+        stay the same (a module, its optimizer and its checkpoints rely on both)."""
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        array = value.data if isinstance(value, Tensor) else value
+        if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+            array = np.asarray(array)
+        if tuple(array.shape) != self.shape or array.dtype != self.dtype:
+            owner = f"parameter {self._owner}" if self._owner else "a parameter"
+            raise ValueError(f"cannot assign data of shape {tuple(array.shape)} and dtype "
+                             f"{array.dtype} to {owner} of shape {self.shape} and dtype "
+                             f"{self.dtype}; use copy_() for values, or register a new "
+                             "Parameter")
+        Tensor.data.fset(self, array)
+
+    def _release(self, empty: Any) -> None:
+        """Drop the values for good (NF4 quantization does, once it holds the weight in its
+        own storage): data becomes ``empty``, the version bumps, the gradient goes."""
+        self._data = empty
+        self._bump_version()
+        self.grad = None
+
+    @property
+    def _owner(self) -> str:
+        """``'name' of ModuleType`` once registered (set by ``register_parameter``)."""
+        return self.__dict__.get("_registered_as", "")
 
     @property
     def trainable(self) -> bool:
@@ -54,17 +85,39 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
+class RemovableHandle:
+    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off again (a second
+    call does nothing). Also a context manager that removes the hook on exit."""
+
+    def __init__(self, hooks: dict[int, Callable[..., Any]], key: int):
+        self._hooks = hooks
+        self._key = key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.remove()
+
+
 class Module:
     """Base class of every layer and model.
 
     Subclasses call ``super().__init__()`` first, then assign parameters and child modules
-    as attributes (or call ``register_parameter`` / ``register_module``), and define
-    ``forward``. Calling the module runs ``forward``.
+    as attributes (or call ``register_parameter`` / ``register_module`` /
+    ``register_buffer``), and define ``forward``. Calling the module runs ``forward``, then
+    its forward hooks.
     """
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_forward_hooks", {})
         object.__setattr__(self, "_parent_registered", False)
         object.__setattr__(self, "training", True)
 
@@ -81,7 +134,7 @@ class Module:
             raise ValueError(f"{kind} name must not be empty")
         if "." in name:
             raise ValueError(f"{kind} name '{name}' must not contain '.' (dots join nested names)")
-        if name in self._parameters or name in self._modules:
+        if name in self._parameters or name in self._modules or name in self._buffers:
             raise KeyError(f"{type(self).__name__} already has a member named '{name}'")
         if hasattr(type(self), name) or name in self.__dict__:
             raise KeyError(
@@ -110,6 +163,17 @@ class Module:
                     "the same parameter cannot be registered twice"
                 )
         self._parameters[name] = parameter
+        parameter.__dict__["_registered_as"] = f"'{name}' of {type(self).__name__}"
+
+    def register_buffer(self, name: str, value: Any, persistent: bool = True) -> None:
+        """Add a buffer under ``name``: state that is saved (when ``persistent``) and moved
+        with the module but never trained, such as NF4 codes. ``value`` is an array or a
+        Tensor that does not require grad; the module holds it as a Tensor, which is not in
+        ``parameters()``."""
+        self._check_name(name, "buffer")
+        self._buffers[name] = _as_buffer(value, name)
+        if not persistent:
+            self._non_persistent_buffers.add(name)
 
     def register_module(self, name: str, module: Module) -> None:
         """Add a child module under ``name``; rejects bad names, repeats and cycles."""
@@ -152,7 +216,9 @@ class Module:
         self._modules[name] = module
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, Parameter):
+        if name in self.__dict__.get("_buffers", {}) and not isinstance(value, Parameter):
+            self._buffers[name] = _as_buffer(value, name)  # a buffer is replaced, as in PyTorch
+        elif isinstance(value, Parameter):
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             self.register_module(name, value)
@@ -173,14 +239,23 @@ class Module:
             return members["_parameters"][name]
         if "_modules" in members and name in members["_modules"]:
             return members["_modules"][name]
+        if "_buffers" in members and name in members["_buffers"]:
+            return members["_buffers"][name]
         raise AttributeError(
-            f"'{type(self).__name__}' has no attribute, parameter or child module named '{name}'"
+            f"'{type(self).__name__}' has no attribute, parameter, buffer or child module "
+            f"named '{name}'"
         )
 
     def __delattr__(self, name: str) -> None:
-        if name in self._parameters or name in self._modules:
+        if name in self._parameters or name in self._modules or name in self._buffers:
             raise AttributeError(f"registered member '{name}' cannot be deleted")
         object.__delattr__(self, name)
+
+    def __copy__(self) -> Module:
+        raise TypeError(
+            f"copy.copy() of a {type(self).__name__} would share its parameters, buffers and "
+            "children with the original; use copy.deepcopy() for an independent copy"
+        )
 
     # ------------------------------------------------------------------------ traversal
     def _own_parameters(self) -> Iterator[tuple[str, Parameter]]:
@@ -196,6 +271,28 @@ class Module:
                 yield prefix + name, parameter
         for name, child in self._modules.items():
             yield from child.named_parameters(prefix + name + ".", include_frozen)
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """``(dotted_name, buffer)`` depth-first: own buffers, then each child's."""
+        for name, module in self.named_modules(prefix.rstrip(".")):
+            joined = name + "." if name else ""
+            for buffer_name, buffer in module._buffers.items():
+                yield joined + buffer_name, buffer
+
+    def buffers(self) -> list[Tensor]:
+        """All buffers in a stable depth-first registration order."""
+        return [b for _, b in self.named_buffers()]
+
+    def _named_state(self) -> Iterator[tuple[str, Tensor]]:
+        """What ``state_dict`` holds, in its order: per module depth-first, its parameters,
+        then its persistent buffers."""
+        for name, module in self.named_modules():
+            joined = name + "." if name else ""
+            for parameter_name, parameter in module._own_parameters():
+                yield joined + parameter_name, parameter
+            for buffer_name, buffer in module._buffers.items():
+                if buffer_name not in module._non_persistent_buffers:
+                    yield joined + buffer_name, buffer
 
     def parameters(self, include_frozen: bool = True) -> list[Parameter]:
         """All parameters in a stable depth-first registration order."""
@@ -300,9 +397,9 @@ class Module:
 
         # Prepare: every destination array first; the tree is untouched until all succeeded.
         staged_parameters = [
-            (parameter, copy_to_backend(backend, parameter.data))
-            for parameter in parameters
-            if device_of(parameter.data) != device
+            (tensor, copy_to_backend(backend, tensor.data))
+            for tensor in [*parameters, *self.buffers()]
+            if device_of(tensor.data) != device
         ]
         staged_arrays: list[tuple[Module, dict[str, Any], dict[str, Any]]] = []
         for module_name, module in named_modules:
@@ -334,17 +431,18 @@ class Module:
                     with contextlib.suppress(Exception):  # the first error is the one to see
                         undo.load_transferred_arrays(original)
                 raise
-        for parameter, array in staged_parameters:
-            parameter._data = array
-            parameter._bump_version()
-            parameter.grad = None
+        for tensor, array in staged_parameters:
+            tensor._data = array
+            tensor._bump_version()
+            tensor.grad = None
         return self
 
     # ------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, np.ndarray]:
-        """A numpy copy of every parameter's values (copied to the host from any device),
-        keyed by dotted name, in parameter order."""
-        return {name: to_numpy(p.data) for name, p in self.named_parameters()}
+        """A numpy copy of every parameter's and persistent buffer's values (copied to the
+        host from any device), keyed by dotted name: module by module depth-first, each
+        module's parameters, then its buffers."""
+        return {name: to_numpy(tensor.data) for name, tensor in self._named_state()}
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values in by name. All problems are collected and reported in one
@@ -355,25 +453,30 @@ class Module:
         """
         if not isinstance(state, dict):
             raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
-        own = dict(self.named_parameters())
+        own = dict(self._named_state())
         missing = [name for name in own if name not in state]
         unexpected = [name for name in state if name not in own]
         problems = []
-        staged: list[tuple[Parameter, np.ndarray]] = []
-        for name, parameter in own.items():
+        staged: list[tuple[Tensor, np.ndarray]] = []
+        for name, target in own.items():
             if name not in state:
                 continue
             value = state[name]
             array = value.data if isinstance(value, Tensor) else np.asarray(value)
-            if array.shape != parameter.shape:
+            if array.shape != target.shape:
                 problems.append(
-                    f"'{name}': shape {array.shape} in the state, {parameter.shape} in the model"
+                    f"'{name}': shape {array.shape} in the state, {target.shape} in the model"
                 )
                 continue
             if array.dtype.kind not in "fiu":
                 problems.append(f"'{name}': dtype {array.dtype} is not numeric")
                 continue
-            staged.append((parameter, array.astype(parameter.dtype, copy=True)))
+            if not isinstance(target, Parameter) and \
+                    (array.dtype.kind == "f") != (target.dtype.kind == "f"):
+                problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
+                                "in the model (a buffer keeps its kind of number)")
+                continue
+            staged.append((target, array.astype(target.dtype, copy=True)))
         if strict:
             problems = (
                 [f"missing key '{name}'" for name in missing]
@@ -385,8 +488,8 @@ class Module:
                 f"cannot load state into {type(self).__name__}: " + "; ".join(problems)
             )
         with no_grad():
-            for parameter, array in staged:
-                parameter.copy_(array)
+            for target, array in staged:
+                target.copy_(array)
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------------ calling
@@ -394,7 +497,24 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            replaced = hook(self, args, output)
+            if replaced is not None:
+                output = replaced
+        return output
+
+    def register_forward_hook(self, hook: Callable[[Module, tuple[Any, ...], Any], Any]
+                              ) -> RemovableHandle:
+        """Call ``hook(module, inputs, output)`` after every ``forward`` (``inputs`` is the
+        tuple of positional arguments). A hook that returns something other than None
+        replaces the output; hooks run in the order they were registered. Returns a handle
+        whose ``remove()`` takes the hook off."""
+        if not callable(hook):
+            raise TypeError(f"a forward hook must be callable, got {type(hook).__name__}")
+        key = max(self._forward_hooks, default=-1) + 1
+        self._forward_hooks[key] = hook
+        return RemovableHandle(self._forward_hooks, key)
 
     def extra_repr(self) -> str:
         """One line of configuration shown by ``repr`` (override in layers)."""
@@ -412,6 +532,23 @@ class Module:
             lines.extend("  " + line for line in child_lines[1:])
         lines.append(")")
         return "\n".join(lines)
+
+
+def _as_buffer(value: Any, name: str) -> Tensor:
+    """The Tensor a module keeps for buffer ``name``: an array wrapped as it is, a Tensor
+    taken as it is; a Parameter, or anything that requires grad, is refused."""
+    if isinstance(value, Parameter):
+        raise TypeError(f"buffer '{name}' cannot be a Parameter: register it with "
+                        "register_parameter, or pass its data")
+    if isinstance(value, Tensor):
+        if value.requires_grad or value.grad_fn is not None:
+            raise ValueError(f"buffer '{name}' must not require grad or come from a graph; "
+                             "pass tensor.detach()")
+        return value
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        raise TypeError(f"buffer '{name}' must be an array or a Tensor, "
+                        f"got {type(value).__name__}")
+    return Tensor(value)
 
 
 class ModuleList(Module):

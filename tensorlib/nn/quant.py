@@ -21,8 +21,12 @@ float32 weights under the original names, loadable by a plain model.
 
 from __future__ import annotations
 
+import gc
+import inspect
 import math
 import numbers
+import sys
+import types
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -32,7 +36,6 @@ from tensorlib.backend import array_module
 from tensorlib.nn.layers import Linear
 from tensorlib.nn.lora import find_linear_layers, lora_parameters
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.optim.optimizer import optimizers_holding
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -223,16 +226,58 @@ def quantization_error(weight: Any, quantized: NF4Weight) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- layers
+def _describe_holder(referrer: Any, target: Any) -> str:
+    """A few words on what ``referrer`` (something that refers to ``target``) is."""
+    if isinstance(referrer, types.FrameType):
+        names = [name for name, value in referrer.f_locals.items() if value is target]
+        return f"local variable {', '.join(names) or '?'} of {referrer.f_code.co_name}()"
+    if isinstance(referrer, dict):
+        keys = [key for key, value in referrer.items() if value is target]
+        if "__name__" in referrer and "__builtins__" in referrer:  # a module's namespace
+            return f"global variable {', '.join(map(str, keys))}"
+        owners = [type(o).__name__ for o in gc.get_referrers(referrer)
+                  if not isinstance(o, (dict, list, tuple, types.FrameType))]
+        return f"a dict{' in ' + owners[0] if owners else ''}"
+    if isinstance(referrer, (list, tuple, set)):
+        owners = [type(o).__name__ for o in gc.get_referrers(referrer)
+                  if not isinstance(o, (dict, list, tuple, types.FrameType))]
+        kind = type(referrer).__name__
+        return f"a {kind}{' in ' + owners[0] if owners else ''}"
+    return f"a {type(referrer).__name__}"
+
+
+def _count_references(held: Any) -> int:
+    """``sys.getrefcount`` of an object held by one dict entry and one local variable, as
+    ``held`` is in :func:`_check_not_held`: what counts as "nothing else holds it"."""
+    return sys.getrefcount(held)
+
+
 def _check_not_held(name: str, layer: Linear) -> None:
-    holders = optimizers_holding(layer.weight)
-    if holders:
-        message = (f"cannot quantize the weight of Linear '{name or '(root)'}': "
-                   f"{len(holders)} live optimizer(s) "
-                   f"({', '.join(type(o).__name__ for o in holders)}) still hold it and "
-                   "would keep updating a released tensor; build the optimizer after "
-                   "quantizing, or delete it first")
-        del holders  # the traceback keeps this frame: do not keep the optimizers alive
-        raise RuntimeError(message)
+    """Refuse to release a dense weight while anything but ``layer`` refers to it: a
+    variable, an optimizer's parameter list, a recorded graph would keep a tensor whose
+    data is gone. The reference count says whether anything does; the garbage collector's
+    referrers say what (a running function's local variables it cannot name)."""
+    gc.collect()  # what only a dead reference cycle keeps alive does not count
+    probe = Parameter(np.zeros(1, dtype=np.float32))
+    box = {"weight": probe}
+    baseline = _count_references(probe)
+    del box, probe
+    weight = layer._parameters["weight"]
+    extra = _count_references(weight) - baseline
+    if extra <= 0:
+        return
+    own_frame = inspect.currentframe()
+    descriptions, referrer = set(), None
+    for referrer in gc.get_referrers(weight):  # a plain loop: a comprehension would hold
+        if referrer is not layer._parameters and referrer is not own_frame:  # weight in a cell
+            descriptions.add(_describe_holder(referrer, weight))
+    del weight, referrer, own_frame  # the traceback keeps this frame: hold nothing
+    if len(descriptions) < extra:
+        descriptions.add("a local variable of a running function")
+    raise RuntimeError(
+        f"cannot quantize the weight of Linear '{name or '(root)'}': {extra} other "
+        f"reference(s) still hold it ({'; '.join(sorted(descriptions))}) and would see a "
+        "released tensor; delete them (or build the optimizer after quantizing) and try again")
 
 
 def _quantize_layers(layers: list[tuple[str, Linear]], block_size: int) -> list[str]:
@@ -248,7 +293,7 @@ def _quantize_layers(layers: list[tuple[str, Linear]], block_size: int) -> list[
         xp = array_module(weight.data)
         weight.grad = None
         weight.trainable = False
-        weight.data = xp.empty((0,), dtype=weight.dtype)  # release the float storage
+        weight._release(xp.empty((0,), dtype=weight.dtype))  # drop the float storage
         layer._set_quantized(storage)
     return [name for name, _ in layers]
 
@@ -260,8 +305,8 @@ def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Weight:
     not train. The old weight Parameter is released: its data becomes an empty array, its
     gradient None, and ``parameters()`` / ``state_dict()`` skip the inactive ``weight``
     registration (the bias and any LoRA adapter are unaffected). Raises RuntimeError, with
-    nothing changed, while a live optimizer holds the weight; ValueError if it is already
-    quantized.
+    nothing changed, while anything else still holds the weight (a variable, an optimizer,
+    a recorded graph); ValueError if it is already quantized.
     """
     if not isinstance(linear, Linear):
         raise TypeError(f"quantize_linear takes a Linear, got {type(linear).__name__}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,18 +19,6 @@ from tensorlib.nn.module import Module, Parameter
 from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Iterable[Parameter]
-
-# Every live optimizer, weakly: an optimizer leaves the set when it is garbage collected.
-# ``optimizers_holding`` lets a layer refuse to release a weight an optimizer still updates
-# (NF4 quantization, tensorlib.nn.quant).
-_live_optimizers: weakref.WeakSet[Optimizer] = weakref.WeakSet()
-
-
-def optimizers_holding(parameter: Parameter) -> list[Optimizer]:
-    """The live optimizers whose parameter list contains ``parameter`` (by identity)."""
-    return [optimizer for optimizer in list(_live_optimizers)
-            if any(p is parameter for p in optimizer.parameters)]
-
 
 def collect_parameters(params_or_module: ParamsOrModule) -> tuple[list[Parameter], list[str]]:
     """The parameters of a Module (``module.parameters()``) or of an iterable, and their names.
@@ -153,7 +140,6 @@ class Optimizer:
         parameters, names = collect_parameters(params_or_module)
         self.parameters: list[Parameter] = parameters
         self._names = names
-        _live_optimizers.add(self)
 
     @property
     def lr(self) -> float:

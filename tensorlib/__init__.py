@@ -39,6 +39,24 @@ from tensorlib.tensor import (
 
 __version__ = "0.1.0"
 
+# Submodules that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
+# `tl.data` and the rest still work as `torch.nn` does after `import torch`.
+_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data",
+                    "memory", "scalar", "tensor", "train", "viz")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"tensorlib.{name}")
+    raise AttributeError(f"module 'tensorlib' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY_SUBMODULES])
+
+
 __all__ = [
     "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
     "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck",

@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from tensorlib import checkpoint
-from tensorlib.autograd import no_grad
 from tensorlib.baselines import BigramModel
 from tensorlib.data import (
     NAME_KINDS,
@@ -38,6 +37,7 @@ from tensorlib.data import (
 )
 from tensorlib.memory import keep_freed_memory
 from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim import AdamW, WarmupCosineSchedule
 from tensorlib.train import TrainingDivergedError, train
 
@@ -195,18 +195,12 @@ def random_windows(stream: np.ndarray, context_length: int, batch_size: int,
 
 def mean_loss(model: Decoder, inputs: np.ndarray, targets: np.ndarray) -> float:
     """Mean cross-entropy over all positions of ``(N, T)`` windows, in eval mode, no graph."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
     total = 0.0
-    try:
-        with no_grad():
-            for start in range(0, len(inputs), EVALUATION_BATCH):
-                chunk = slice(start, start + EVALUATION_BATCH)
-                count = len(inputs[chunk])
-                total += float(model.loss(inputs[chunk], targets[chunk]).item()) * count
-    finally:
-        for module, mode in modes:
-            module.training = mode
+    with evaluation_mode(model):
+        for start in range(0, len(inputs), EVALUATION_BATCH):
+            chunk = slice(start, start + EVALUATION_BATCH)
+            count = len(inputs[chunk])
+            total += float(model.loss(inputs[chunk], targets[chunk]).item()) * count
     return total / len(inputs)
 
 

@@ -27,7 +27,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from tensorlib.autograd import no_grad
+from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
 from tensorlib.tensor import Tensor
 
@@ -190,23 +190,11 @@ def _progress_bar(total: int, enabled: bool) -> Any:
                 dynamic_ncols=True, leave=True)
 
 
-def _module_modes(model: Any) -> list[tuple[Any, bool]]:
-    modules = model.modules() if callable(getattr(model, "modules", None)) else [model]
-    return [(m, m.training) for m in modules if hasattr(m, "training")]
-
-
 def evaluate_loss(model: Any, evaluate: Callable[[], Any]) -> float:
     """Run ``evaluate()`` under ``no_grad`` with ``model`` in eval mode; every module's
     previous mode is restored afterwards. Returns the loss as a float."""
-    modes = _module_modes(model)
-    if callable(getattr(model, "eval", None)):
-        model.eval()
-    try:
-        with no_grad():
-            return _scalar(evaluate(), "evaluate() result")
-    finally:
-        for module, mode in modes:
-            module.training = mode
+    with evaluation_mode(model):
+        return _scalar(evaluate(), "evaluate() result")
 
 
 def train(

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.autograd import no_grad
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
@@ -24,6 +23,7 @@ from tensorlib.nn.layers import (
     check_positive_int,
     resolve_rng,
 )
+from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList
 from tensorlib.nn.rng import Rng
 from tensorlib.tensor import Tensor
@@ -259,25 +259,19 @@ class Decoder(Module):
             raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
         generator = resolve_rng(rng)
         window = self.config.context_length
-        modes = [(module, module.training) for module in self.modules()]
-        self.eval()
-        try:
-            with no_grad():
-                caches: list[KVCache] | None = None
-                for _ in range(int(max_new_tokens)):
-                    if not use_cache or ids.shape[1] > window:
-                        logits = self.forward(ids[:, -window:])  # recompute the window
-                    elif caches is None:
-                        caches = self.new_cache()
-                        logits = self.forward(ids, caches)  # prefill: the whole prompt
-                    else:
-                        logits = self.forward(ids[:, -1:], caches)  # the newest token only
-                    next_ids = _sample_next(logits.data[:, -1, :], temperature, top_k,
-                                            generator)  # (B,)
-                    ids = np.concatenate([ids, next_ids[:, None]], axis=1)
-        finally:
-            for module, mode in modes:
-                module.training = mode
+        with evaluation_mode(self):
+            caches: list[KVCache] | None = None
+            for _ in range(int(max_new_tokens)):
+                if not use_cache or ids.shape[1] > window:
+                    logits = self.forward(ids[:, -window:])  # recompute the window
+                elif caches is None:
+                    caches = self.new_cache()
+                    logits = self.forward(ids, caches)  # prefill: the whole prompt
+                else:
+                    logits = self.forward(ids[:, -1:], caches)  # the newest token only
+                next_ids = _sample_next(logits.data[:, -1, :], temperature, top_k,
+                                        generator)  # (B,)
+                ids = np.concatenate([ids, next_ids[:, None]], axis=1)
         return ids
 
     def extra_repr(self) -> str:

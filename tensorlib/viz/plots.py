@@ -28,8 +28,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib.autograd import no_grad
 from tensorlib.nn.layers import MLP
+from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList
 from tensorlib.tensor import Tensor
 
@@ -417,15 +417,8 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
 def _predict_scores(model_fn: Any, inputs: np.ndarray, as_tensor: bool) -> np.ndarray:
     """Scores of ``model_fn`` on float32 ``inputs (N, 2)``, without recording a graph; a
     Module runs in eval mode (its modules' modes are restored)."""
-    modes = [(m, m.training) for m in model_fn.modules()] if isinstance(model_fn, Module) else []
-    if isinstance(model_fn, Module):
-        model_fn.eval()
-    try:
-        with no_grad():
-            result = model_fn(Tensor(inputs) if as_tensor else inputs)
-    finally:
-        for module, mode in modes:
-            module.training = mode
+    with evaluation_mode(model_fn):
+        result = model_fn(Tensor(inputs) if as_tensor else inputs)
     return np.asarray(_as_array(result, "the model's output"), dtype=np.float64)
 
 

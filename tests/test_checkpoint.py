@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pathlib
@@ -669,3 +670,38 @@ def test_worked_example_in_the_docs_is_what_save_writes(tmp_path):
     save_legacy_weights(tmp_path / "legacy", model)
     assert dumps == [(tmp_path / "toy").read_bytes(), (tmp_path / "legacy").read_bytes()]
     assert len(dumps[0]) == 122 and len(dumps[1]) == 45
+
+
+# =============================================================================== golden files
+GOLDEN = pathlib.Path(__file__).parent / "data"
+GOLDEN_CONFIG = DecoderConfig(vocabulary_size=7, context_length=5, channels=8, heads=2, layers=1)
+
+
+def test_golden_checkpoints_load_bit_identically_and_save_the_same_bytes(tmp_path):
+    """tests/data/ holds files written by the code before LoRA and NF4 became modules of their
+    own (tests/data/make_golden.py says how): a plain Decoder with AdamW and rng state, and
+    the same Decoder with NF4 MLP layers. Today's code must read them into the same names
+    and write them back byte for byte: the checkpoint schema did not change."""
+    from tensorlib.nn.quant import quantize_model
+
+    names = json.loads((GOLDEN / "golden_names.json").read_text())
+    golden = (GOLDEN / "golden_decoder.tlckpt").read_bytes()
+    model = Decoder(GOLDEN_CONFIG, rng=Rng(0))
+    optimizer, rng = AdamW(model, lr=1e-3), Rng(0)
+    load(GOLDEN / "golden_decoder.tlckpt", model, optimizer, rng)
+    assert [name for name, _ in model.named_parameters()] == names["plain_parameters"]
+    assert list(model.state_dict()) == names["plain_state_dict"]
+    stored = inspect(GOLDEN / "golden_decoder.tlckpt")["parameters"]
+    assert [entry["name"] for entry in stored] == names["plain_parameters"]
+    save(tmp_path / "again.tlckpt", model, optimizer, rng)
+    assert (tmp_path / "again.tlckpt").read_bytes() == golden
+
+    del optimizer
+    nf4_model = Decoder(GOLDEN_CONFIG, rng=Rng(1))
+    quantize_model(nf4_model, "blocks.*.mlp_*", block_size=16)
+    assert [name for name, _ in nf4_model.named_parameters()] == names["nf4_parameters"]
+    assert list(nf4_model.state_dict()) == names["nf4_state_dict"]
+    load(GOLDEN / "golden_nf4_decoder.tlckpt", nf4_model)
+    save(tmp_path / "nf4.tlckpt", nf4_model)
+    assert (tmp_path / "nf4.tlckpt").read_bytes() == \
+        (GOLDEN / "golden_nf4_decoder.tlckpt").read_bytes()

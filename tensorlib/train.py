@@ -30,6 +30,7 @@ import numpy as np
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
 from tensorlib.tensor import Tensor
+from tensorlib.validation import positive_integer
 
 __all__ = [
     "DETERMINISTIC_FIELDS",
@@ -141,15 +142,6 @@ class History(Sequence):
                 f"validation_loss={validation})")
 
 
-def _positive_int(value: Any, what: str, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
-            or value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _scalar(value: Any, what: str) -> float:
     """A Python float from a 0-d or single-element Tensor, array or number."""
     if isinstance(value, Tensor):
@@ -229,8 +221,9 @@ def train(
     The model is put in train mode first. A NaN or infinite loss or gradient norm raises
     :class:`TrainingDivergedError` naming the step, before the optimizer step.
     """
-    steps = _positive_int(steps, "steps")
-    evaluate_every = _positive_int(evaluate_every, "evaluate_every", allow_none=True)
+    steps = positive_integer(steps, "steps")
+    if evaluate_every is not None:
+        evaluate_every = positive_integer(evaluate_every, "evaluate_every")
     if evaluate is not None and not callable(evaluate):
         raise TypeError(f"evaluate must be a callable or None, got {type(evaluate).__name__}")
     if evaluate_every is not None and evaluate is None:

@@ -8,29 +8,12 @@ labels of shape (N,) with values in ``0 .. classes - 1``. Class sizes differ by 
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.nn.rng import Rng
 
 __all__ = ["make_blobs", "make_circles", "make_moons", "make_spirals"]
-
-
-def _check_int(value, what: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{what} must be at least {minimum}, got {value}")
-    return int(value)
-
-
-def _check_non_negative(value, what: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r}")
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"{what} must be finite and >= 0, got {value}")
-    return float(value)
 
 
 def _class_sizes(n_samples: int, classes: int) -> np.ndarray:
@@ -64,8 +47,8 @@ def make_moons(
     to centre (1, 0.5). Points are evenly spaced along each arc, then Gaussian noise of
     standard deviation ``noise`` is added to both coordinates. ``n_samples >= 2``.
     """
-    n_samples = _check_int(n_samples, "n_samples", 2)
-    noise = _check_non_negative(noise, "noise")
+    n_samples = validation.integer(n_samples, "n_samples", 2)
+    noise = validation.non_negative(noise, "noise")
     labels, position = _positions(_class_sizes(n_samples, 2))
     sizes = np.bincount(labels)
     angle = np.pi * position / np.maximum(sizes[labels] - 1, 1)
@@ -84,9 +67,9 @@ def make_spirals(
     starting at ``2 pi k / classes``; the angle gets Gaussian noise of standard deviation
     ``noise`` (radians). ``classes >= 1`` and ``n_samples >= classes``.
     """
-    classes = _check_int(classes, "classes", 1)
-    n_samples = _check_int(n_samples, "n_samples", classes)
-    noise = _check_non_negative(noise, "noise")
+    classes = validation.integer(classes, "classes", 1)
+    n_samples = validation.integer(n_samples, "n_samples", classes)
+    noise = validation.non_negative(noise, "noise")
     rng = Rng(seed)
     sizes = _class_sizes(n_samples, classes)
     labels, position = _positions(sizes)
@@ -108,9 +91,9 @@ def make_blobs(
     each point is its centre plus Gaussian noise of standard deviation ``std``.
     ``centers >= 1`` and ``n_samples >= centers``.
     """
-    centers = _check_int(centers, "centers", 1)
-    n_samples = _check_int(n_samples, "n_samples", centers)
-    std = _check_non_negative(std, "std")
+    centers = validation.integer(centers, "centers", 1)
+    n_samples = validation.integer(n_samples, "n_samples", centers)
+    std = validation.non_negative(std, "std")
     labels, _ = _positions(_class_sizes(n_samples, centers))
     angle = 2.0 * np.pi * np.arange(centers) / centers
     centres = 3.0 * np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (centers, 2)
@@ -126,9 +109,9 @@ def make_circles(
     evenly spaced in angle, plus Gaussian noise of standard deviation ``noise``.
     ``n_samples >= 2`` and ``0 <= factor < 1``.
     """
-    n_samples = _check_int(n_samples, "n_samples", 2)
-    noise = _check_non_negative(noise, "noise")
-    factor = _check_non_negative(factor, "factor")
+    n_samples = validation.integer(n_samples, "n_samples", 2)
+    noise = validation.non_negative(noise, "noise")
+    factor = validation.non_negative(factor, "factor")
     if factor >= 1:
         raise ValueError(f"factor must be in [0, 1), got {factor}")
     labels, position = _positions(_class_sizes(n_samples, 2))

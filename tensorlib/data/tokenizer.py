@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tensorlib import validation
+
 __all__ = ["CharTokenizer", "context_target_pairs", "sequence_targets"]
 
 
@@ -125,14 +127,6 @@ class CharTokenizer:
         )
 
 
-def _check_positive_int(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be a positive int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value}")
-    return int(value)
-
-
 def _check_words(words: Iterable[str]) -> list[str]:
     if isinstance(words, str):
         raise TypeError("words must be an iterable of strings, not one string")
@@ -163,7 +157,7 @@ def context_target_pairs(
     """
     words = _check_words(words)
     _check_tokenizer(tokenizer)
-    context_length = _check_positive_int(context_length, "context_length")
+    context_length = validation.positive_integer(context_length, "context_length")
     boundary = [tokenizer.boundary_id]
     stream: list[int] = []
     firsts: list[int] = []  # per word: where its first window starts in the stream
@@ -208,8 +202,8 @@ def sequence_targets(
     """
     words = _check_words(words)
     _check_tokenizer(tokenizer)
-    block_size = _check_positive_int(block_size, "block_size")
-    stride = block_size if stride is None else _check_positive_int(stride, "stride")
+    block_size = validation.positive_integer(block_size, "block_size")
+    stride = block_size if stride is None else validation.positive_integer(stride, "stride")
     boundary = [tokenizer.boundary_id]
     stream = list(boundary)
     for word in words:

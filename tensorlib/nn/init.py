@@ -22,7 +22,8 @@ import numbers
 
 import numpy as np
 
-from tensorlib.nn.rng import Rng, check_float_dtype, normalize_shape
+from tensorlib import validation
+from tensorlib.nn.rng import Rng, normalize_shape
 
 __all__ = [
     "POLICIES",
@@ -87,12 +88,12 @@ def fan_in_and_fan_out(shape) -> tuple[int, int]:
 
 def zeros(shape, dtype=np.float32) -> np.ndarray:
     """An array of zeros (policy ``"zero"``)."""
-    return np.zeros(_as_shape(shape), dtype=check_float_dtype(dtype))
+    return np.zeros(_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def ones(shape, dtype=np.float32) -> np.ndarray:
     """An array of ones (policy ``"one"``)."""
-    return np.ones(_as_shape(shape), dtype=check_float_dtype(dtype))
+    return np.ones(_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
@@ -100,7 +101,7 @@ def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.n
     _check_rng(rng, "xavier_uniform")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     bound = _check_gain(gain) * math.sqrt(6.0 / (fan_in + fan_out))
-    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=check_float_dtype(dtype))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
@@ -108,7 +109,7 @@ def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.nd
     _check_rng(rng, "xavier_normal")
     fan_in, fan_out = fan_in_and_fan_out(shape)
     std = _check_gain(gain) * math.sqrt(2.0 / (fan_in + fan_out))
-    return rng.normal(0.0, std, size=_as_shape(shape), dtype=check_float_dtype(dtype))
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
@@ -116,7 +117,7 @@ def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     _check_rng(rng, "he_uniform")
     fan_in, _ = fan_in_and_fan_out(shape)
     bound = math.sqrt(6.0 / fan_in)
-    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=check_float_dtype(dtype))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
@@ -124,7 +125,7 @@ def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     _check_rng(rng, "he_normal")
     fan_in, _ = fan_in_and_fan_out(shape)
     std = math.sqrt(2.0 / fan_in)
-    return rng.normal(0.0, std, size=_as_shape(shape), dtype=check_float_dtype(dtype))
+    return rng.normal(0.0, std, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def initialize(policy: str, shape, rng: Rng | None = None, dtype=np.float32) -> np.ndarray:

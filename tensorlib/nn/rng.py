@@ -33,6 +33,8 @@ import numbers
 
 import numpy as np
 
+from tensorlib import validation
+
 __all__ = ["Rng", "default_rng", "manual_seed"]
 
 _MASK64 = (1 << 64) - 1
@@ -107,23 +109,6 @@ def _check_u64(value, what: str) -> int:
     return value
 
 
-def _check_int(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}")
-    return int(value)
-
-
-def _check_float(value, what: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{what} must be a real number, got {value!r} of type {type(value).__name__}"
-        )
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, got {value}")
-    return value
-
-
 def _to_float32(value: float, what: str) -> np.float32:
     """Round a finite Python float to float32, refusing values that overflow float32."""
     if abs(value) > _F32_MAX:
@@ -147,17 +132,6 @@ def normalize_shape(value, what: str = "size") -> tuple[int, ...]:
     if any(dim < 0 for dim in shape):
         raise ValueError(f"{what} must not contain negative dimensions, got {value!r}")
     return shape
-
-
-def check_float_dtype(dtype) -> np.dtype:
-    """``np.dtype(dtype)``, which must be a floating-point dtype."""
-    try:
-        result = np.dtype(dtype)
-    except TypeError as error:
-        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}") from error
-    if result.kind != "f":
-        raise TypeError(f"dtype must be a floating-point dtype, got {result}")
-    return result
 
 
 def _unit_float32(draws: np.ndarray) -> np.ndarray:
@@ -235,8 +209,8 @@ class Rng:
         ``high`` is coarse.) Returns a Python float when ``size`` is None, else an array of
         ``dtype`` (float32 by default; other float dtypes receive the same float32 values).
         """
-        low = _check_float(low, "low")
-        high = _check_float(high, "high")
+        low = validation.real(low, "low")
+        high = validation.real(high, "high")
         if low > high:
             raise ValueError(f"uniform needs low <= high, got low={low}, high={high}")
         low32 = _to_float32(low, "low")
@@ -249,7 +223,7 @@ class Rng:
             # numpy float32 scalar arithmetic rounds exactly like the array path below.
             unit = _F32(self.next_u64() >> 40) * _F32_INV_2_POW_24
             return float(low32 + width32 * unit)
-        out_dtype, shape = check_float_dtype(dtype), normalize_shape(size)
+        out_dtype, shape = validation.float_dtype(dtype), normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         values = low32 + width32 * _unit_float32(self._draw_u64_array(count))
         return values.reshape(shape).astype(out_dtype, copy=False)
@@ -271,8 +245,8 @@ class Rng:
         correctly rounded float32 result in all but astronomically rare cases), so results do
         not depend on which SIMD float32 kernels numpy picked on a given machine.
         """
-        mean = _check_float(mean, "mean")
-        std = _check_float(std, "std")
+        mean = validation.real(mean, "mean")
+        std = validation.real(std, "std")
         if std < 0:
             raise ValueError(f"normal needs std >= 0, got std={std}")
         mean32 = _to_float32(mean, "mean")
@@ -280,7 +254,7 @@ class Rng:
         if size is None:
             out_dtype, shape = np.dtype(np.float32), ()
         else:
-            out_dtype, shape = check_float_dtype(dtype), normalize_shape(size)
+            out_dtype, shape = validation.float_dtype(dtype), normalize_shape(size)
         count = int(np.prod(shape, dtype=np.int64))
         draws = self._draw_u64_array(2 * count).reshape(count, 2)  # (count, [v1, v2])
         top24 = (draws[:, 0] >> np.uint64(40)).astype(np.float32)
@@ -305,8 +279,8 @@ class Rng:
         ``(high - low) / 2^64`` (relative) of exact uniformity — far below anything
         measurable for the ranges a model uses. ``low`` and ``high`` must fit in int64.
         """
-        low = _check_int(low, "low")
-        high = _check_int(high, "high")
+        low = validation.integer(low, "low")
+        high = validation.integer(high, "high")
         int64 = np.iinfo(np.int64)
         for name, value in (("low", low), ("high", high)):
             if not int64.min <= value <= int64.max:
@@ -327,7 +301,7 @@ class Rng:
 
     def permutation(self, n: int) -> np.ndarray:
         """A random permutation of ``range(n)`` as an int64 array (n draws, stable argsort)."""
-        n = _check_int(n, "n")
+        n = validation.integer(n, "n")
         if n < 0:
             raise ValueError(f"permutation needs n >= 0, got n={n}")
         return np.argsort(self._draw_u64_array(n), kind="stable").astype(np.int64, copy=False)

@@ -216,6 +216,97 @@ def test_named_modules_children_and_get_submodule():
         model.get_submodule("third")
 
 
+# --------------------------------------------------------------------------------- replacing
+class Holder(Module):
+    """A module that registers a given Parameter (to build trees that share one)."""
+
+    def __init__(self, parameter):
+        super().__init__()
+        self.weight = parameter
+
+
+def test_assigning_to_a_child_name_replaces_the_child_in_place():
+    model = Pair()
+    old, new = model.first, Affine(3, 5.0)
+    model.first = new
+    assert model.first is new and model.children() == [new, model.second]
+    assert [n for n, _ in model.named_parameters()] == [
+        "gain", "first.scale", "first.shift", "second.scale", "second.shift"]  # same place
+    assert model.parameters()[1] is new.scale
+    np.testing.assert_array_equal(model(tl.ones(3)).data, (1 * 6 + 5) * 3 + 2)  # the new one runs
+    other = Module()
+    other.kept = old  # the old child is detached: it may be registered elsewhere
+    model.first = new  # assigning the same child again changes nothing
+    assert model.first is new
+    model.first = Affine(3)  # ... and a replaced child may be replaced again
+    other2 = Module()
+    other2.again = new
+
+
+def test_a_replacement_may_reuse_the_old_childs_parameters():
+    model = Pair()
+    scale = model.first.scale
+    model.first = Holder(scale)  # scale leaves with the old child, so it may come back
+    assert [n for n, _ in model.named_parameters()] == [
+        "gain", "first.weight", "second.scale", "second.shift"]
+    assert model.first.weight is scale
+
+
+def test_a_replacement_passes_the_registration_checks_and_changes_nothing_if_not():
+    model = Pair()
+    first, names = model.first, [n for n, _ in model.named_parameters()]
+    elsewhere = Module()
+    elsewhere.taken = Affine()
+    with pytest.raises(ValueError, match="already registered as a child"):
+        model.first = elsewhere.taken
+    with pytest.raises(ValueError, match="inside itself"):
+        model.first = model
+    outer = Module()
+    outer.model = model
+    with pytest.raises(ValueError, match="cycle"):
+        model.first = outer
+    with pytest.raises(ValueError, match=r"'first.weight' is already registered here as 'gain'"):
+        model.first = Holder(model.gain)
+    with pytest.raises(ValueError, match="second.scale"):
+        model.first = Holder(model.second.scale)
+    with pytest.raises(TypeError, match="cannot replace"):
+        model.first = "not a module"
+    assert model.first is first and [n for n, _ in model.named_parameters()] == names
+    assert first._parent_registered
+
+
+def test_set_submodule_replaces_a_descendant_checked_against_the_whole_tree():
+    model = Module()
+    model.left, model.right = Pair(), Pair()
+    old = model.left.second
+    assert model.set_submodule("left.second", Affine(3, 7.0)) is old
+    assert model.left.second.shift.data[0] == 7.0
+    assert [n for n, _ in model.named_parameters()][3:6] == [
+        "left.second.scale", "left.second.shift", "right.gain"]
+    # Seen from the whole tree, a parameter of the other branch is shared: refused. (An
+    # assignment on model.left itself sees only model.left's subtree.)
+    with pytest.raises(ValueError, match="right.first.scale"):
+        model.set_submodule("left.first", Holder(model.right.first.scale))
+    with pytest.raises(KeyError, match="missing 'third'"):
+        model.set_submodule("left.third", Affine())
+    with pytest.raises(KeyError, match="missing 'middle'"):
+        model.set_submodule("middle.first", Affine())
+    with pytest.raises(ValueError, match="cannot replace itself"):
+        model.set_submodule("", Affine())
+    blocks = ModuleList([Affine(), Affine()])
+    blocks[1] = Affine(3, 4.0)  # a ModuleList item, as in PyTorch
+    assert blocks[1].shift.data[0] == 4.0 and len(blocks) == 2
+    with pytest.raises(IndexError):
+        blocks[2] = Affine()
+
+
+def test_recurse_false_lists_only_a_modules_own_members():
+    model = Pair()
+    assert [n for n, _ in model.named_parameters(recurse=False)] == ["gain"]
+    model.register_buffer("count", np.zeros(1, np.int64))
+    assert [n for n, _ in model.named_buffers(recurse=False)] == ["count"]
+
+
 # --------------------------------------------------------------------------------- ModuleList
 def test_module_list_registers_items_by_index():
     blocks = ModuleList([Affine(), Affine()])

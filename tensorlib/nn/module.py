@@ -4,7 +4,8 @@ A ``Module`` registers its ``Parameter``s and child modules under names (attribu
 assignment registers them too). From that tree come dotted names
 (``blocks.0.attention.qkv_weight``), a stable parameter order, train/eval propagation and
 state dictionaries. Registration keeps the tree a tree: no duplicate names, no parameter or
-child registered twice, no cycles.
+child registered twice, no cycles. Assigning a module to the name of a child replaces that
+child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in this way.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ class Module:
     as attributes (or call ``register_parameter`` / ``register_module`` /
     ``register_buffer``), and define ``forward``. Calling the module runs ``forward``, then
     its forward hooks.
+
+    Assigning a module to the name of an existing child replaces it (``model.head =
+    Linear(...)``). A module does not know its parent, so that assignment checks the new
+    child against the assigned-to module's own subtree; ``model.set_submodule("a.b", new)``
+    checks it against the whole of ``model``.
     """
 
     def __init__(self) -> None:
@@ -177,6 +183,16 @@ class Module:
 
     def register_module(self, name: str, module: Module) -> None:
         """Add a child module under ``name``; rejects bad names, repeats and cycles."""
+        self._check_child(name, module, tree=self)
+        object.__setattr__(module, "_parent_registered", True)
+        self._modules[name] = module
+
+    def _check_child(self, name: str, module: Any, tree: Module,
+                     replaced: Module | None = None) -> None:
+        """Whether ``module`` may become this module's child ``name``: a new registration
+        (``replaced`` None) or the replacement of the child ``replaced``. ``tree`` (this
+        module or an ancestor) is what it must not share a module or parameter with; the
+        subtree of ``replaced`` does not count, since it leaves."""
         if not isinstance(module, Module):
             raise TypeError(
                 f"cannot register {type(module).__name__} as module '{name}': expected a Module"
@@ -192,28 +208,42 @@ class Module:
                 f"registering '{name}' would create a cycle: the "
                 f"{type(module).__name__} already contains this module"
             )
-        self._check_name(name, "module")
+        if replaced is None:
+            self._check_name(name, "module")
         if module._parent_registered:
             raise ValueError(
                 f"this {type(module).__name__} is already registered as a child "
                 f"of another module; cannot register it again as '{name}'"
             )
-        own_modules = {id(m): n for n, m in self.named_modules()}
+        leaving = set() if replaced is None else {id(m) for m in replaced.modules()}
+        staying = [(n, m) for n, m in tree.named_modules() if id(m) not in leaving]
+        own_modules = {id(m): n for n, m in staying}
         for _sub_name, sub in module.named_modules():
             if id(sub) in own_modules:
                 raise ValueError(
                     f"module '{name}' contains a module already registered here "
                     f"as '{own_modules[id(sub)] or '(root)'}'"
                 )
-        own_parameters = {id(p): n for n, p in self.named_parameters(include_frozen=True)}
+        own_parameters = {id(p): (n + "." if n else "") + parameter_name
+                          for n, m in staying for parameter_name, p in m._parameters.items()}
         for sub_name, parameter in module.named_parameters(include_frozen=True):
             if id(parameter) in own_parameters:
                 raise ValueError(
                     f"parameter '{name}.{sub_name}' is already registered here as "
                     f"'{own_parameters[id(parameter)]}'"
                 )
+
+    def _replace_child(self, name: str, module: Module, tree: Module) -> Module:
+        """Put ``module`` in the place of the child ``name`` (same position, so names and
+        order stay); the old child is detached and returned. Checked as ``_check_child``."""
+        old = self._modules[name]
+        if module is old:
+            return old
+        self._check_child(name, module, tree, replaced=old)
+        object.__setattr__(old, "_parent_registered", False)
         object.__setattr__(module, "_parent_registered", True)
         self._modules[name] = module
+        return old
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self.__dict__.get("_buffers", {}) and not isinstance(value, Parameter):
@@ -221,7 +251,10 @@ class Module:
         elif isinstance(value, Parameter):
             self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self.register_module(name, value)
+            if name in self.__dict__.get("_modules", {}):
+                self._replace_child(name, value, tree=self)  # a child is replaced, as in PyTorch
+            else:
+                self.register_module(name, value)
         elif name in self.__dict__.get("_parameters", {}) or name in self.__dict__.get(
             "_modules", {}
         ):
@@ -263,17 +296,24 @@ class Module:
         return iter(self._parameters.items())
 
     def named_parameters(
-        self, prefix: str = "", include_frozen: bool = True
+        self, prefix: str = "", include_frozen: bool = True, recurse: bool = True
     ) -> Iterator[tuple[str, Parameter]]:
-        """``(dotted_name, parameter)`` depth-first: own parameters, then each child's."""
+        """``(dotted_name, parameter)`` depth-first: own parameters, then each child's
+        (only the own ones with ``recurse=False``)."""
         for name, parameter in self._own_parameters():
             if include_frozen or parameter.trainable:
                 yield prefix + name, parameter
-        for name, child in self._modules.items():
-            yield from child.named_parameters(prefix + name + ".", include_frozen)
+        if recurse:
+            for name, child in self._modules.items():
+                yield from child.named_parameters(prefix + name + ".", include_frozen)
 
-    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        """``(dotted_name, buffer)`` depth-first: own buffers, then each child's."""
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        """``(dotted_name, buffer)`` depth-first: own buffers, then each child's (only the
+        own ones with ``recurse=False``)."""
+        if not recurse:
+            yield from ((prefix + name, buffer) for name, buffer in self._buffers.items())
+            return
         for name, module in self.named_modules(prefix.rstrip(".")):
             joined = name + "." if name else ""
             for buffer_name, buffer in module._buffers.items():
@@ -327,6 +367,26 @@ class Module:
                 raise KeyError(f"no submodule '{dotted_name}' (missing '{part}')")
             module = module._modules[part]
         return module
+
+    def set_submodule(self, dotted_name: str, module: Module) -> Module:
+        """Replace the descendant at ``dotted_name`` by ``module`` and return the old one.
+
+        The new module takes the old one's place (its names and position in every
+        traversal) and passes the registration checks against this whole tree: it is not
+        already a child elsewhere, makes no cycle, and shares no module or parameter with
+        what stays (the old subtree leaves, so its parameters may be registered again). The
+        old module is detached and may be registered elsewhere. KeyError if there is no
+        such descendant (unlike PyTorch's ``strict=False``, no new child is added; use
+        ``register_module`` on the parent for that).
+        """
+        if not isinstance(dotted_name, str) or not dotted_name:
+            raise ValueError(f"set_submodule needs the dotted name of a descendant, got "
+                             f"{dotted_name!r} (a module cannot replace itself)")
+        parent_name, _, name = dotted_name.rpartition(".")
+        parent = self.get_submodule(parent_name)
+        if name not in parent._modules:
+            raise KeyError(f"no submodule '{dotted_name}' (missing '{name}')")
+        return parent._replace_child(name, module, tree=self)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.size for p in self.parameters(include_frozen=not trainable_only))
@@ -573,6 +633,13 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(list(self._modules.values()))
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        """Replace item ``index`` (as assigning to a child's name does)."""
+        if not -len(self._modules) <= index < len(self._modules):
+            raise IndexError(f"ModuleList index {index} out of range for length "
+                             f"{len(self._modules)}")
+        self._replace_child(str(index % len(self._modules)), module, tree=self)
 
     def __getitem__(self, index: int | slice) -> Any:
         items = list(self._modules.values())

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import gradcheck
+from tensorlib import checkpoint, gradcheck
 from tensorlib.nn import Decoder, DecoderConfig, Linear, Rng
 from tensorlib.nn.lora import (
+    LoRALinear,
     LowRankAdapter,
     attach_lora,
     detach_lora,
@@ -33,6 +34,11 @@ def token_batch(seed=1, shape=(3, 6)):
 def logits(model, ids):
     with tl.no_grad():
         return model(ids).data.copy()
+
+
+def base_names(model):
+    """The model's parameter names less the adapters'."""
+    return [name for name, _ in model.named_parameters() if ".lora." not in "." + name]
 
 
 def randomize_b(model, seed=5, scale=0.5):
@@ -109,8 +115,8 @@ def test_adapter_rejects_bad_arguments(kwargs, error):
 
 # ----------------------------------------------------------------------------- gradients
 def test_lora_linear_gradcheck_float64():
-    layer = Linear(5, 4, rng=Rng(0), dtype=np.float64)
-    attach_lora(layer, "*", rank=2, alpha=4, rng=Rng(1))
+    layer = LoRALinear(Linear(5, 4, rng=Rng(0), dtype=np.float64), rank=2, alpha=4,
+                       rng=Rng(1))
     randomize_b(layer)
     x = tl.tensor(Rng(3).normal(size=(2, 3, 5), dtype=np.float64), requires_grad=True)
     assert gradcheck(lambda t: layer(t), x)
@@ -127,7 +133,8 @@ def test_lora_decoder_gradients_float64():
     randomize_b(model, scale=0.3)
     ids, targets = token_batch(1, (2, 4)), token_batch(2, (2, 4))
     numeric_parameter_check(lora_parameters(model), lambda: model.loss(ids, targets))
-    assert all(p.grad is None for p in model.parameters())
+    adapters = {id(p) for p in lora_parameters(model).values()}
+    assert all(p.grad is None for p in model.parameters() if id(p) not in adapters)
 
 
 # ----------------------------------------------------------------------------- attaching
@@ -142,14 +149,24 @@ def test_attach_leaves_outputs_unchanged_and_freezes_the_base():
                         "blocks.0.mlp_output", "blocks.1.attention.output",
                         "blocks.1.mlp_input", "blocks.1.mlp_output"]
     np.testing.assert_array_equal(logits(model, ids), before)  # B = 0: exactly unchanged
-    assert all(not p.trainable for p in model.parameters())
-    assert model.trainable_parameters() == []
-    # the base schema is untouched
-    assert [name for name, _ in model.named_parameters()] == names_before
-    assert model.num_parameters() == count_before
-    assert list(model.state_dict()) == names_before
-    assert not any("lora" in name for name, _ in model.named_modules())
-    assert "lora=(rank=2, alpha=4)" in repr(model.blocks[0].mlp_input)
+    adapters = lora_parameters(model)
+    assert model.trainable_parameters() == list(adapters.values())  # the base is frozen
+    # the base names are untouched; the adapters join them, right after their layer's
+    assert base_names(model) == names_before
+    names = [name for name, _ in model.named_parameters()]
+    position = names.index("blocks.0.mlp_input.bias")
+    assert names[position + 1: position + 3] == ["blocks.0.mlp_input.lora.A",
+                                                 "blocks.0.mlp_input.lora.B"]
+    assert model.num_parameters() == count_before + sum(p.size for p in adapters.values())
+    assert list(model.state_dict()) == names
+    layer = model.blocks[0].mlp_input
+    assert isinstance(layer, LoRALinear) and isinstance(layer.base, Linear)
+    assert layer.weight is layer.base.weight and layer.bias is layer.base.bias
+    assert "blocks.0.mlp_input.lora" in dict(model.named_modules())
+    assert "blocks.0.mlp_input.base" not in dict(model.named_modules())
+    assert repr(layer).startswith("LoRALinear(base=Linear(in_features=8, out_features=32, "
+                                  "bias=True)\n  (lora): LowRankAdapter(in_features=8, "
+                                  "out_features=32, rank=2, alpha=4)")
 
 
 def test_lora_parameters_names_order_and_count():
@@ -166,17 +183,48 @@ def test_lora_parameters_names_order_and_count():
     assert sum(p.size for p in named.values()) == 3 * (8 + 8) + 2 * 3 * (8 + 32)
     assert all(p.trainable for p in named.values())
     assert list(lora_parameters(model)) == list(named)  # stable
-    base = {id(p) for p in model.parameters()}
-    assert not any(id(p) in base for p in named.values())
+    # they are the model's parameters whose names have a "lora" part, in the same order
+    assert named == {name: p for name, p in model.named_parameters() if ".lora." in name}
 
 
 def test_base_checkpoint_still_loads():
     trained = small_decoder(seed=7)
+    ids = token_batch()
+    # before attaching: the base names are all there is
+    model = small_decoder(seed=0)
+    model.load_state_dict(trained.state_dict())  # strict
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
+    # after attaching: strict=False loads the base and returns the adapters as missing
     model = small_decoder(seed=0)
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    model.load_state_dict(trained.state_dict())  # strict: same keys, same shapes
-    ids = token_batch()
+    with pytest.raises(tl.nn.StateDictError, match="missing key 'blocks.0.attention.output"
+                                                   ".lora.A'"):
+        model.load_state_dict(trained.state_dict())
+    missing, unexpected = model.load_state_dict(trained.state_dict(), strict=False)
+    assert missing == list(lora_parameters(model)) and unexpected == []
     np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
+
+
+def test_adapters_are_saved_and_loaded_with_the_model(tmp_path):
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    randomize_b(model)
+    ids = token_batch()
+    other = small_decoder(seed=9)
+    attach_lora(other, PATTERNS, rank=2, alpha=4, rng=Rng(4))
+    other.load_state_dict(model.state_dict())  # strict: base and adapters
+    np.testing.assert_array_equal(logits(other, ids), logits(model, ids))
+    checkpoint.save(tmp_path / "lora.tlckpt", model)
+    stored = [entry["name"] for entry in checkpoint.inspect(tmp_path / "lora.tlckpt")
+              ["parameters"]]
+    assert stored == [name for name, _ in model.named_parameters()]
+    third = small_decoder(seed=10)
+    attach_lora(third, PATTERNS, rank=2, alpha=4, rng=Rng(5))
+    checkpoint.load(tmp_path / "lora.tlckpt", third)
+    np.testing.assert_array_equal(logits(third, ids), logits(model, ids))
+    with pytest.raises(checkpoint.CheckpointError, match="unknown parameter"):
+        checkpoint.load(tmp_path / "lora.tlckpt", small_decoder())  # no adapters there
 
 
 def test_attach_errors_change_nothing():
@@ -194,8 +242,14 @@ def test_attach_errors_change_nothing():
         attach_lora(model, "*", rank=0, alpha=4)
     with pytest.raises(ValueError):
         attach_lora(model, "*", rank=2, alpha=-4)
+    with pytest.raises(TypeError):
+        attach_lora(model, "*", rank=2, alpha="4")
     assert lora_parameters(model) == {}
     assert all(p.trainable for p in model.parameters())
+    layer = Linear(3, 2, rng=Rng(0))
+    with pytest.raises(ValueError, match=r"itself is the layer.*LoRALinear\(layer"):
+        attach_lora(layer, "*", rank=1, alpha=1)
+    assert isinstance(layer, Linear) and layer.weight.trainable
 
     attach_lora(model, "blocks.0.mlp_input", rank=2, alpha=4, rng=Rng(0))
     before = lora_parameters(model)
@@ -206,10 +260,24 @@ def test_attach_errors_change_nothing():
                                       strict=True))
 
 
-def test_adapter_cannot_be_registered_by_assignment():
-    layer = Linear(3, 2, rng=Rng(0))
-    with pytest.raises(KeyError):
-        layer.lora = LowRankAdapter(3, 2, 1, 1.0, rng=Rng(0))
+def test_a_lora_linear_swapped_in_by_hand_is_what_attach_lora_does():
+    by_hand, attached = small_decoder(), small_decoder()
+    layer = by_hand.blocks[0].mlp_input
+    by_hand.blocks[0].mlp_input = LoRALinear(layer, rank=2, alpha=4, rng=Rng(3))
+    attach_lora(attached, "blocks.0.mlp_input", rank=2, alpha=4, rng=Rng(3))
+    assert [n for n, _ in by_hand.named_parameters()] == \
+        [n for n, _ in attached.named_parameters()]
+    for (_, a), (_, b) in zip(by_hand.state_dict().items(), attached.state_dict().items(),
+                              strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not layer.weight.trainable and not layer.bias.trainable  # the base is frozen
+    assert by_hand.blocks[0].mlp_output.weight.trainable  # (attach_lora freezes them all)
+    with pytest.raises(TypeError, match="already has an adapter"):
+        LoRALinear(by_hand.blocks[0].mlp_input, rank=1, alpha=1)
+    with pytest.raises(TypeError, match="Linear or NF4Linear"):
+        LoRALinear(by_hand.blocks[0].mlp_norm, rank=1, alpha=1)
+    with pytest.raises(ValueError, match="rank"):
+        LoRALinear(Linear(3, 2), rank=0, alpha=1)
 
 
 def test_find_linear_layers_patterns():
@@ -218,12 +286,17 @@ def test_find_linear_layers_patterns():
     assert names == ["blocks.1.attention.output", "blocks.1.mlp_input", "blocks.1.mlp_output"]
     everything = [name for name, _ in find_linear_layers(model)]
     assert everything[-1] == "language_model_head" and len(everything) == 7
+    attach_lora(model, "blocks.1.mlp_*", rank=2, alpha=4, rng=Rng(3))
+    found = find_linear_layers(model, "blocks.1.*")  # adapted layers are linear layers too
+    assert [name for name, _ in found] == names
+    assert [type(layer).__name__ for _, layer in found] == ["Linear", "LoRALinear",
+                                                            "LoRALinear"]
 
 
 def test_training_moves_only_the_adapters():
     model = small_decoder()
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    base = {name: p.data.copy() for name, p in model.named_parameters()}
+    base = {name: p.data.copy() for name, p in model.named_parameters() if ".lora." not in name}
     ids, targets = token_batch(1), token_batch(2)
     optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
     losses = []
@@ -235,8 +308,9 @@ def test_training_moves_only_the_adapters():
         losses.append(float(loss.data))
     assert losses[-1] < losses[0] - 0.2
     for name, parameter in model.named_parameters():
-        np.testing.assert_array_equal(parameter.data, base[name], err_msg=name)
-        assert parameter.grad is None
+        if name in base:
+            np.testing.assert_array_equal(parameter.data, base[name], err_msg=name)
+            assert parameter.grad is None
     assert any(np.abs(p.data).max() > 0 for n, p in lora_parameters(model).items()
                if n.endswith(".B"))
 
@@ -251,15 +325,21 @@ def test_merge_keeps_outputs_and_removes_adapters():
     assert not np.allclose(with_adapters, logits(small_decoder(), ids))  # adapters matter
     expected = (model.blocks[0].mlp_input.weight.data
                 + model.blocks[0].mlp_input.lora.delta_weight())
+    wrapper, weight = model.blocks[0].mlp_input, model.blocks[0].mlp_input.weight
     merged = merge_lora(model)
     assert merged == ["blocks.0.attention.output", "blocks.0.mlp_input", "blocks.0.mlp_output",
                       "blocks.1.attention.output", "blocks.1.mlp_input", "blocks.1.mlp_output"]
     assert lora_parameters(model) == {}
-    assert model.blocks[0].mlp_input.lora is None
+    assert type(model.blocks[0].mlp_input) is Linear  # the base layer is back in its place
+    assert model.blocks[0].mlp_input.weight is weight  # the same Parameter, merged
+    assert [name for name, _ in model.named_parameters()] == \
+        [name for name, _ in small_decoder().named_parameters()]
     np.testing.assert_allclose(model.blocks[0].mlp_input.weight.data, expected, rtol=1e-6)
     np.testing.assert_allclose(logits(model, ids), with_adapters, atol=1e-5)
     with pytest.raises(ValueError, match="no LoRA adapters"):
         merge_lora(model)
+    with pytest.raises(RuntimeError, match="merged"):  # a spent wrapper does not add twice
+        wrapper(tl.ones(2, 8))
 
 
 def test_detach_restores_the_base_outputs():
@@ -275,13 +355,15 @@ def test_detach_restores_the_base_outputs():
                              "blocks.1.mlp_input", "blocks.1.mlp_output"]
     assert isinstance(removed["blocks.0.mlp_input"], LowRankAdapter)
     np.testing.assert_array_equal(logits(model, ids), base)
+    assert type(model.blocks[0].mlp_input) is Linear
+    assert [name for name, _ in model.named_parameters()] == \
+        [name for name, _ in small_decoder().named_parameters()]
     with pytest.raises(ValueError):
         detach_lora(model)
 
 
 def test_linear_with_adapter_handles_all_input_ranks():
-    layer = Linear(4, 3, rng=Rng(0))
-    attach_lora(layer, "*", rank=2, alpha=2, rng=Rng(1))
+    layer = LoRALinear(Linear(4, 3, rng=Rng(0)), rank=2, alpha=2, rng=Rng(1))
     randomize_b(layer)
     x = Rng(2).normal(size=(2, 5, 4))
     full = layer(tl.tensor(x)).data
@@ -293,30 +375,46 @@ def test_linear_with_adapter_handles_all_input_ranks():
                                atol=1e-6)
 
 
-def test_transfer_hook_lists_adapter_parameters():
-    layer = Linear(4, 3, rng=Rng(0))
-    assert layer.extra_parameters_for_transfer() == []
-    attach_lora(layer, "*", rank=2, alpha=2, rng=Rng(1))
-    extra = layer.extra_parameters_for_transfer()
-    assert len(extra) == 2 and extra[0] is layer.lora.A and extra[1] is layer.lora.B
+def test_a_lone_lora_linear_lists_base_and_adapter_parameters():
+    base = Linear(4, 3, rng=Rng(0))
+    layer = LoRALinear(base, rank=2, alpha=2, rng=Rng(1))
+    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias", "lora.A",
+                                                              "lora.B"]
+    assert layer.parameters() == [base.weight, base.bias, layer.lora.A, layer.lora.B]
+    assert layer.trainable_parameters() == [layer.lora.A, layer.lora.B]
+    with pytest.raises(ValueError, match=r"\.merge\(\)"):
+        merge_lora(layer)
+    randomize_b(layer)
+    expected = base.weight.data + layer.lora.delta_weight()
+    merged = layer.merge()
+    assert merged is base and np.array_equal(base.weight.data, expected)
+    with pytest.raises(ValueError, match="already merged"):
+        layer.merge()
+    without_bias = LoRALinear(Linear(4, 3, bias=False, rng=Rng(0)), rank=1, alpha=1)
+    assert without_bias.bias is None
+    assert [name for name, _ in without_bias.named_parameters()] == ["weight", "lora.A",
+                                                                     "lora.B"]
 
 
 def test_optimizer_over_the_whole_model_leaves_frozen_base_alone():
     model = small_decoder()
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
     base = model.state_dict()
-    optimizer = SGD(model.parameters() + list(lora_parameters(model).values()), lr=0.1)
+    optimizer = SGD(model, lr=0.1)  # the adapters are the model's parameters now
     loss = model.loss(token_batch(1), token_batch(2))
     loss.backward()
     optimizer.step()
     for name, value in model.state_dict().items():
-        np.testing.assert_array_equal(value, base[name])
+        if ".lora." in name:
+            assert name.endswith(".A") or not np.array_equal(value, base[name])  # B moved
+        else:
+            np.testing.assert_array_equal(value, base[name])
 
 
 def test_matches_pytorch_lora_linear():
     torch = pytest.importorskip("torch")
-    layer = Linear(6, 5, rng=Rng(0), dtype=np.float64)
-    attach_lora(layer, "*", rank=3, alpha=5, rng=Rng(1))
+    layer = LoRALinear(Linear(6, 5, rng=Rng(0), dtype=np.float64), rank=3, alpha=5,
+                       rng=Rng(1))
     layer.weight.trainable = True  # check the base weight's gradient too
     randomize_b(layer)
     x = Rng(2).normal(size=(4, 6), dtype=np.float64)

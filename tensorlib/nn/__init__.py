@@ -18,6 +18,7 @@ from tensorlib.nn.layers import (
     Tanh,
 )
 from tensorlib.nn.lora import (
+    LoRALinear,
     LowRankAdapter,
     attach_lora,
     detach_lora,
@@ -26,6 +27,7 @@ from tensorlib.nn.lora import (
 )
 from tensorlib.nn.module import Module, ModuleList, Parameter, StateDictError
 from tensorlib.nn.quant import (
+    NF4Linear,
     NF4Weight,
     export_merged,
     model_memory_bytes,
@@ -42,7 +44,7 @@ __all__ = [
     "Parameter", "PositionalEmbedding", "ReLU", "Rng", "Sigmoid", "StateDictError", "Tanh",
     "default_rng", "functional", "init", "manual_seed",
     "ActivationCapture", "KVCache", "capture_activations",
-    "LowRankAdapter", "NF4Weight", "attach_lora", "detach_lora", "export_merged",
-    "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",
+    "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",
+    "export_merged", "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",
     "quantize_linear", "quantize_model",
 ]

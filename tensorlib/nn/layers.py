@@ -114,6 +114,29 @@ class Linear(Module):
         else:
             self.bias = None
 
+    @classmethod
+    def from_parameters(cls, weight: Parameter, bias: Parameter | None = None) -> Linear:
+        """A Linear around existing Parameters, registered as they are (not copied):
+        ``weight (out_features, in_features)`` and ``bias (out_features,)`` or None.
+        ``dequantize_linear`` builds its float layer this way, keeping the bias object."""
+        if not isinstance(weight, Parameter) or weight.ndim != 2:
+            raise TypeError(f"weight must be a 2-D Parameter (out_features, in_features), got "
+                            f"{type(weight).__name__} of shape {getattr(weight, 'shape', None)}")
+        if bias is not None and (not isinstance(bias, Parameter)
+                                 or bias.shape != (weight.shape[0],)
+                                 or bias.dtype != weight.dtype):
+            raise ValueError(f"bias must be a {weight.dtype} Parameter of shape "
+                             f"({weight.shape[0]},) or None, got {type(bias).__name__} of "
+                             f"shape {getattr(bias, 'shape', None)}")
+        layer = cls.__new__(cls)
+        Module.__init__(layer)
+        object.__setattr__(layer, "_lora", None)
+        object.__setattr__(layer, "_quantized", None)
+        layer.out_features, layer.in_features = (int(d) for d in weight.shape)
+        layer.weight = weight
+        layer.bias = bias
+        return layer
+
     def forward(self, x: Tensor) -> Tensor:
         """``x (..., in_features)`` → ``(..., out_features)``."""
         check_input(x, "Linear", self.in_features)

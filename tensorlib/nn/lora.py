@@ -1,4 +1,4 @@
-"""LoRA: low-rank adapters attached to Linear layers (Hu et al., 2021).
+"""LoRA: low-rank adapters on Linear layers (Hu et al., 2021).
 
 A frozen Linear computes ``y = x Wᵀ + b``. An adapter adds a trainable low-rank update::
 
@@ -8,12 +8,16 @@ A frozen Linear computes ``y = x Wᵀ + b``. An adapter adds a trainable low-ran
 as it was; training then moves only ``A`` and ``B`` (``rank · (in + out)`` numbers instead
 of ``in · out``).
 
-Adapters live *outside* the registered module tree: ``model.parameters()``,
-``named_parameters()`` and ``state_dict()`` keep the base model's names and count, so a base
-checkpoint still loads into a model with adapters. They are reached through
-:func:`lora_parameters` (named ``<layer>.lora.A`` / ``<layer>.lora.B``, in module order).
-:func:`merge_lora` folds ``(alpha / rank) · B A`` into the base weight and removes the
-adapters; :func:`detach_lora` removes them without merging.
+As in peft, an adapted layer is a module of its own, :class:`LoRALinear`, put in the place
+of the Linear (or NF4Linear) it adapts. It registers that layer's parameters and buffers
+under their own names and the adapter as its child ``lora``, so the base names stay
+(``<layer>.weight``, ``<layer>.bias``) and the adapter's are ``<layer>.lora.A`` and
+``<layer>.lora.B``. Adapters are ordinary parameters of the model: ``parameters()`` and
+``state_dict()`` list them (a base checkpoint loads before attaching, or with
+``strict=False``, which returns the adapter keys as missing) and ``to()`` moves them.
+:func:`lora_parameters` lists them alone, in module order, for an optimizer.
+:func:`merge_lora` folds ``(alpha / rank) · B A`` into the base weights and puts the base
+layers back; :func:`detach_lora` puts them back without merging.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ import numpy as np
 from tensorlib.autograd import no_grad
 from tensorlib.nn.layers import Linear, check_float_dtype, check_positive_int, resolve_rng
 from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.quant import NF4Linear
 from tensorlib.nn.rng import Rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
+    "LoRALinear",
     "LowRankAdapter",
     "attach_lora",
     "detach_lora",
@@ -40,6 +46,15 @@ __all__ = [
     "lora_parameters",
     "merge_lora",
 ]
+
+
+def check_alpha(alpha: Any) -> float:
+    """``alpha`` as a float if it is a finite number > 0, else raise."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"LoRA alpha must be a number, got {alpha!r}")
+    if not 0.0 < float(alpha) < math.inf:
+        raise ValueError(f"LoRA alpha must be a finite number > 0, got {alpha!r}")
+    return float(alpha)
 
 
 class LowRankAdapter(Module):
@@ -56,11 +71,7 @@ class LowRankAdapter(Module):
         self.in_features = check_positive_int(in_features, "in_features")
         self.out_features = check_positive_int(out_features, "out_features")
         self.rank = check_positive_int(rank, "rank")
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-            raise TypeError(f"LoRA alpha must be a number, got {alpha!r}")
-        if not 0.0 < float(alpha) < math.inf:
-            raise ValueError(f"LoRA alpha must be a finite number > 0, got {alpha!r}")
-        self.alpha = float(alpha)
+        self.alpha = check_alpha(alpha)
         self.scale = self.alpha / self.rank
         dtype = check_float_dtype(dtype)
         bound = 1.0 / math.sqrt(self.in_features)
@@ -83,6 +94,77 @@ class LowRankAdapter(Module):
                 f"rank={self.rank}, alpha={self.alpha:g}")
 
 
+class LoRALinear(Module):
+    """A Linear or NF4Linear layer with a LoRA adapter: ``y = base(x) + lora(x)``.
+
+    ``LoRALinear(base, rank, alpha, rng)`` draws a :class:`LowRankAdapter` (taking the
+    base's dtype; float32 for an NF4 base) and freezes the base's parameters. It is meant
+    to take the base's place: :func:`attach_lora` swaps it into a model (by hand,
+    ``model.set_submodule(name, LoRALinear(model.get_submodule(name), 4, 8.0))`` does the
+    same, less the freezing of the rest of the model).
+
+    What it registers, so that the model's names stay those of the base:
+
+    - the base's own parameters and buffers, the same objects under the same names
+      (``weight`` and ``bias`` of a Linear; ``bias``, ``codes`` and ``absmax`` of an
+      NF4Linear, whose buffers stay non-persistent);
+    - the adapter as its child ``lora`` (``lora.A``, ``lora.B``).
+
+    The base module itself is the plain attribute ``base``, not a child (a child's members
+    would be named ``base.weight``): the forward pass calls it, and :func:`merge_lora` and
+    :func:`detach_lora` put it back in the model. Its members are this module's, so
+    ``parameters()``, ``state_dict()`` and ``to()`` reach them once, through this module.
+    """
+
+    def __init__(self, base: Linear | NF4Linear, rank: int, alpha: float,
+                 rng: Rng | None = None):
+        super().__init__()
+        if not isinstance(base, (Linear, NF4Linear)):
+            kind = "already has an adapter" if isinstance(base, LoRALinear) else "is not one"
+            raise TypeError(f"LoRALinear adapts a Linear or NF4Linear; this "
+                            f"{type(base).__name__} {kind}")
+        dtype = base.dtype if isinstance(base, NF4Linear) else base.weight.dtype
+        adapter = LowRankAdapter(base.in_features, base.out_features, rank, alpha, rng=rng,
+                                 dtype=dtype)
+        object.__setattr__(self, "base", base)  # a plain attribute: see the class docstring
+        self.in_features, self.out_features = base.in_features, base.out_features
+        for name, parameter in base.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        if base.bias is None:
+            self.bias = None
+        for name, buffer in base.named_buffers(recurse=False):
+            self.register_buffer(name, buffer,
+                                 persistent=name not in base._non_persistent_buffers)
+        self.lora = adapter
+        self.merged = False
+        for parameter in base.parameters():
+            parameter.trainable = False
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x (..., in_features)`` → ``(..., out_features)``."""
+        if self.merged:
+            raise RuntimeError("this LoRALinear's adapter was merged into its base weight "
+                               "(merge_lora); use the base layer, .base")
+        return self.base(x) + self.lora(x)  # the adapter's low-rank update on top
+
+    def merge(self) -> Linear:
+        """Fold the adapter into the base weight, ``W += (alpha/rank) B A``, and return the
+        base Linear (the same object, its ``trainable`` flags unchanged). This module is
+        spent: calling it raises. ValueError for an NF4 base (see ``export_merged``)."""
+        if self.merged:
+            raise ValueError("this LoRALinear's adapter is already merged")
+        if not isinstance(self.base, Linear):
+            raise ValueError("cannot merge an adapter into an NF4-quantized weight; use "
+                             "tensorlib.nn.quant.export_merged to get merged float32 weights")
+        with no_grad():
+            self.base.weight.copy_(self.base.weight.data + self.lora.delta_weight())
+        self.merged = True
+        return self.base
+
+    def extra_repr(self) -> str:
+        return f"base={self.base!r}"
+
+
 # ------------------------------------------------------------------------------- selection
 def _pattern_list(patterns: str | Iterable[str]) -> list[str]:
     items = [patterns] if isinstance(patterns, str) else list(patterns)
@@ -94,20 +176,25 @@ def _pattern_list(patterns: str | Iterable[str]) -> list[str]:
     return items
 
 
+LINEAR_LAYERS = (Linear, NF4Linear, LoRALinear)
+
+
 def find_linear_layers(model: Module, patterns: str | Iterable[str] = "*"
-                       ) -> list[tuple[str, Linear]]:
-    """The Linear layers of ``model`` whose dotted names match any of ``patterns``.
+                       ) -> list[tuple[str, Module]]:
+    """The linear layers (Linear, NF4Linear, LoRALinear) of ``model`` whose dotted names
+    match any of ``patterns``.
 
     Patterns are ``fnmatch`` patterns on the whole dotted name (``*`` also crosses dots):
     ``"blocks.*.attention.output"``, ``"blocks.*.mlp_*"``, ``"*"``. The model itself, if it
-    is a Linear, has the name ``""`` (matched by ``"*"``). Layers come in ``named_modules``
-    order. Raises ValueError when a pattern matches no Linear layer, listing the ones there.
+    is a linear layer, has the name ``""`` (matched by ``"*"``). Layers come in
+    ``named_modules`` order (an adapter's base is not listed apart from its LoRALinear).
+    Raises ValueError when a pattern matches no linear layer, listing the ones there.
     """
     if not isinstance(model, Module):
         raise TypeError(f"expected a Module, got {type(model).__name__}")
     items = _pattern_list(patterns)
     linears = [(name, module) for name, module in model.named_modules()
-               if isinstance(module, Linear)]
+               if isinstance(module, LINEAR_LAYERS)]
     for pattern in items:
         if not any(fnmatch.fnmatchcase(name, pattern) for name, _ in linears):
             available = ", ".join(repr(name) for name, _ in linears) or "none"
@@ -117,45 +204,58 @@ def find_linear_layers(model: Module, patterns: str | Iterable[str] = "*"
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in items)]
 
 
-def _lora_layers(model: Module) -> list[tuple[str, Linear]]:
+def _lora_layers(model: Module) -> list[tuple[str, LoRALinear]]:
+    if not isinstance(model, Module):
+        raise TypeError(f"expected a Module, got {type(model).__name__}")
     return [(name, module) for name, module in model.named_modules()
-            if isinstance(module, Linear) and module.lora is not None]
+            if isinstance(module, LoRALinear)]
+
+
+def _refuse_the_root(layers: list[tuple[str, Module]], model: Module, what: str,
+                     instead: str) -> None:
+    if any(name == "" for name, _ in layers):
+        raise ValueError(f"the {type(model).__name__} itself is the layer, and {what} "
+                         f"replaces layers inside a model; {instead}")
 
 
 # ------------------------------------------------------------------------------- attaching
 def attach_lora(model: Module, patterns: str | Iterable[str], rank: int, alpha: float,
                 rng: Rng | None = None) -> list[str]:
-    """Attach a :class:`LowRankAdapter` to each Linear whose name matches ``patterns``.
+    """Put a :class:`LoRALinear` in the place of each linear layer (Linear or NF4Linear)
+    whose name matches ``patterns``.
 
-    Every base parameter of ``model`` is frozen (``trainable=False``); only the adapters
-    train. Outputs are unchanged at attach time (``B = 0``). Adapters are drawn from ``rng``
-    in ``named_modules`` order and take the layer's dtype (float32 for an NF4 layer).
-    Returns the names of the adapted layers. All checks come first: a pattern matching no
-    Linear, or a matched layer that already has an adapter, raises ValueError and nothing
-    changes.
+    Every parameter the model had is frozen (``trainable=False``); only the adapters train.
+    Outputs are unchanged at attach time (``B = 0``). The base names stay; the adapters
+    join ``parameters()`` and ``state_dict()`` as ``<layer>.lora.A`` / ``<layer>.lora.B``.
+    Adapters are drawn from ``rng`` in ``named_modules`` order and take the layer's dtype
+    (float32 for an NF4 layer). Returns the names of the adapted layers. All checks come
+    first: a pattern matching no linear layer, a matched layer that already has an adapter,
+    or the model itself (use ``LoRALinear(layer, rank, alpha)`` for a lone layer) raises
+    ValueError and nothing changes.
     """
     layers = find_linear_layers(model, patterns)
     rank = check_positive_int(rank, "rank")
-    taken = [name or "(root)" for name, layer in layers if layer.lora is not None]
+    check_alpha(alpha)
+    taken = [name or "(root)" for name, layer in layers if isinstance(layer, LoRALinear)]
     if taken:
         raise ValueError(f"these layers already have a LoRA adapter: {', '.join(taken)}; "
                          "merge_lora or detach_lora first")
+    _refuse_the_root(layers, model, "attach_lora",
+                     "wrap a lone layer with LoRALinear(layer, rank, alpha)")
     generator = resolve_rng(rng)
-    adapters = [LowRankAdapter(layer.in_features, layer.out_features, rank, alpha,
-                               rng=generator, dtype=layer.compute_dtype)
-                for _, layer in layers]
-    for parameter in model.parameters():
+    frozen = model.parameters()
+    adapted = [LoRALinear(layer, rank, alpha, rng=generator) for _, layer in layers]
+    for parameter in frozen:
         parameter.trainable = False
-    for (_, layer), adapter in zip(layers, adapters, strict=True):
-        layer._set_lora(adapter)
+    for (name, layer), wrapper in zip(layers, adapted, strict=True):
+        wrapper.train(layer.training)
+        model.set_submodule(name, wrapper)
     return [name for name, _ in layers]
 
 
 def lora_parameters(model: Module) -> dict[str, Parameter]:
     """Every adapter parameter of ``model`` by name (``blocks.0.attention.output.lora.A``,
     then ``...lora.B``), in ``named_modules`` order. Pass ``.values()`` to an optimizer."""
-    if not isinstance(model, Module):
-        raise TypeError(f"expected a Module, got {type(model).__name__}")
     named: dict[str, Parameter] = {}
     for name, layer in _lora_layers(model):
         prefix = f"{name}.lora." if name else "lora."
@@ -165,37 +265,42 @@ def lora_parameters(model: Module) -> dict[str, Parameter]:
 
 
 def merge_lora(model: Module) -> list[str]:
-    """Fold every adapter into its layer's weight, ``W += (alpha/rank) B A``, and remove it.
+    """Fold every adapter into its layer's weight, ``W += (alpha/rank) B A``, and put the
+    base Linear back in the place of its LoRALinear.
 
-    The model's outputs are the same before and after (up to rounding). The merged weights
-    keep their ``trainable`` flag (frozen after :func:`attach_lora`). Returns the merged
-    layer names. Raises ValueError, changing nothing, when no adapter is attached or one
-    sits on an NF4-quantized layer (use ``tensorlib.nn.quant.export_merged`` for those).
+    The model's outputs are the same before and after (up to rounding), and its parameter
+    names are the base model's again. The merged weights keep their ``trainable`` flag
+    (frozen after :func:`attach_lora`). Returns the merged layer names. Raises ValueError,
+    changing nothing, when no adapter is attached or one sits on an NF4-quantized layer
+    (use ``tensorlib.nn.quant.export_merged`` for those).
     """
     layers = _lora_layers(model)
     if not layers:
         raise ValueError(f"the {type(model).__name__} has no LoRA adapters to merge")
-    quantized = [name or "(root)" for name, layer in layers if layer.quantized is not None]
+    _refuse_the_root(layers, model, "merge_lora", "use its .merge()")
+    quantized = [name for name, layer in layers if isinstance(layer.base, NF4Linear)]
     if quantized:
         raise ValueError(f"cannot merge adapters into NF4-quantized weights "
                          f"({', '.join(quantized)}); "
                          "use tensorlib.nn.quant.export_merged to get merged float32 weights")
-    merged = [(layer, layer.weight.data + layer.lora.delta_weight()) for _, layer in layers]
-    with no_grad():
-        for layer, weight in merged:
-            layer.weight.copy_(weight)
-            layer._set_lora(None)
+    for name, layer in layers:
+        base = layer.merge()
+        base.train(layer.training)
+        model.set_submodule(name, base)
     return [name for name, _ in layers]
 
 
 def detach_lora(model: Module) -> dict[str, LowRankAdapter]:
-    """Remove every adapter without merging it; returns them by layer name. The base
-    parameters stay frozen. Raises ValueError when none is attached."""
+    """Put every adapted layer's base back in its place without merging; returns the
+    adapters by layer name (each still the ``lora`` child of its detached LoRALinear). The
+    base parameters stay frozen. Raises ValueError when none is attached."""
     layers = _lora_layers(model)
     if not layers:
         raise ValueError(f"the {type(model).__name__} has no LoRA adapters to detach")
+    _refuse_the_root(layers, model, "detach_lora", "its .base is the layer")
     removed = {}
     for name, layer in layers:
+        layer.base.train(layer.training)
+        model.set_submodule(name, layer.base)
         removed[name] = layer.lora
-        layer._set_lora(None)
     return removed

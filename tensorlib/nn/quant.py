@@ -33,13 +33,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.nn.layers import Linear
-from tensorlib.nn.lora import find_linear_layers, lora_parameters
+from tensorlib.nn import functional as F
+from tensorlib.nn.layers import Linear, check_input
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.tensor import Tensor
 
 __all__ = [
     "NF4_LEVELS",
+    "NF4Linear",
     "NF4Weight",
     "dequantize_linear",
     "dequantize_model",
@@ -280,108 +281,257 @@ def _check_not_held(name: str, layer: Linear) -> None:
         "released tensor; delete them (or build the optimizer after quantizing) and try again")
 
 
-def _quantize_layers(layers: list[tuple[str, Linear]], block_size: int) -> list[str]:
+class NF4Linear(Module):
+    """A Linear layer whose weight is stored in NF4: ``y = x Ŵᵀ + b``, with ``Ŵ``
+    dequantized from the codes on every call (nothing is cached) and never trained.
+
+    It takes the place of a float :class:`~tensorlib.nn.Linear` in its model
+    (:func:`quantize_model`, or :func:`quantize_linear` for a layer of its own) and holds:
+
+    - ``codes`` (uint8, two 4-bit codes a byte) and ``absmax`` (float32, one scale per
+      block): buffers, so ``to()`` moves them, but *non-persistent*: ``state_dict()`` and a
+      checkpoint hold only the ``bias``, exactly as they did for a quantized Linear;
+    - ``bias``: the float Linear's own bias Parameter (the same object), or None;
+    - ``in_features``, ``out_features``, ``block_size`` and ``dtype`` (that of the float
+      weight, which dequantization returns).
+
+    ``quantized`` gives the storage as an :class:`NF4Weight`.
+    """
+
+    def __init__(self, weight: NF4Weight, bias: Parameter | None = None):
+        super().__init__()
+        if not isinstance(weight, NF4Weight) or len(weight.shape) != 2:
+            raise TypeError(f"NF4Linear takes the NF4Weight of a 2-D (out_features, "
+                            f"in_features) weight, got {type(weight).__name__}"
+                            + (f" of shape {weight.shape}" if isinstance(weight, NF4Weight)
+                               else ""))
+        self.out_features, self.in_features = weight.shape
+        self.block_size = check_block_size(weight.block_size)
+        self.dtype = np.dtype(weight.dtype)
+        if weight.codes.dtype != np.uint8 or weight.absmax.dtype != np.float32:
+            raise TypeError(f"NF4 codes must be uint8 and absmax float32, got "
+                            f"{weight.codes.dtype} and {weight.absmax.dtype}")
+        blocks = -(-self.out_features * self.in_features // self.block_size)
+        if tuple(weight.absmax.shape) != (blocks,) or \
+                tuple(weight.codes.shape) != (blocks * self.block_size // 2,):
+            raise ValueError(f"a weight of shape {weight.shape} in blocks of {self.block_size} "
+                             f"needs {blocks} scales and {blocks * self.block_size // 2} bytes "
+                             f"of codes, got shapes {tuple(weight.absmax.shape)} and "
+                             f"{tuple(weight.codes.shape)}")
+        if bias is not None and (not isinstance(bias, Parameter)
+                                 or bias.shape != (self.out_features,)
+                                 or bias.dtype != self.dtype):
+            raise ValueError(f"bias must be a {self.dtype} Parameter of shape "
+                             f"({self.out_features},) or None, got {type(bias).__name__} of "
+                             f"shape {getattr(bias, 'shape', None)}")
+        self.bias = bias
+        self.register_buffer("codes", weight.codes, persistent=False)
+        self.register_buffer("absmax", weight.absmax, persistent=False)
+
+    @property
+    def quantized(self) -> NF4Weight:
+        """The weight's NF4 storage (the buffers' current arrays)."""
+        return NF4Weight(self.codes.data, self.absmax.data,
+                         (self.out_features, self.in_features), self.block_size, self.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x (..., in_features)`` → ``(..., out_features)``."""
+        check_input(x, "NF4Linear", self.in_features)
+        weight = Tensor(self.quantized.dequantize())  # a constant: NF4 weights do not train
+        return F.linear(x, weight, self.bias)  # x Ŵᵀ + b
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, weight=NF4(block_size={self.block_size})")
+
+
+def _quantized_layers(layers: list[tuple[str, Linear]], block_size: int
+                      ) -> list[NF4Linear]:
+    """Check every layer, quantize each into a new NF4Linear (staging: nothing changes
+    yet), and return them; raises, changing nothing, if any layer cannot be quantized."""
+    from tensorlib.nn.lora import LoRALinear  # lora imports this module
+
     block_size = check_block_size(block_size)
-    done = [name or "(root)" for name, layer in layers if layer.quantized is not None]
+    done = [name or "(root)" for name, layer in layers if isinstance(layer, NF4Linear)]
     if done:
         raise ValueError(f"these layers are already NF4-quantized: {', '.join(done)}")
+    adapted = [name or "(root)" for name, layer in layers if isinstance(layer, LoRALinear)]
+    if adapted:
+        raise ValueError(f"these layers have a LoRA adapter: {', '.join(adapted)}; quantize "
+                         "before attaching adapters (QLoRA), or merge_lora / detach_lora first")
+    for name, layer in layers:
+        if not isinstance(layer, Linear):
+            raise TypeError(f"'{name or '(root)'}' is a {type(layer).__name__}, not a Linear")
+        if layer.weight.size == 0:
+            raise ValueError(f"the weight of Linear '{name or '(root)'}' was released when it "
+                             "was quantized; use the NF4Linear that took its place")
     for name, layer in layers:
         _check_not_held(name, layer)
-    storages = [quantize_nf4(layer.weight.data, block_size) for _, layer in layers]
-    for (_, layer), storage in zip(layers, storages, strict=True):
-        weight = layer.weight
-        xp = array_module(weight.data)
-        weight.grad = None
-        weight.trainable = False
-        weight._release(xp.empty((0,), dtype=weight.dtype))  # drop the float storage
-        layer._set_quantized(storage)
-    return [name for name, _ in layers]
+    staged = [NF4Linear(quantize_nf4(layer.weight.data, block_size), layer.bias)
+              for _, layer in layers]
+    for (_, layer), quantized in zip(layers, staged, strict=True):
+        quantized.train(layer.training)
+    return staged
 
 
-def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Weight:
-    """Replace ``linear``'s float weight by NF4 storage (``linear.quantized``).
+def _release_weight(layer: Linear) -> None:
+    """Drop the float weight of a Linear that an NF4Linear replaced."""
+    weight = layer.weight
+    weight.grad = None
+    weight.trainable = False
+    weight._release(array_module(weight.data).empty((0,), dtype=weight.dtype))
 
-    The forward pass dequantizes on every call (nothing is cached) and the NF4 weight does
-    not train. The old weight Parameter is released: its data becomes an empty array, its
-    gradient None, and ``parameters()`` / ``state_dict()`` skip the inactive ``weight``
-    registration (the bias and any LoRA adapter are unaffected). Raises RuntimeError, with
-    nothing changed, while anything else still holds the weight (a variable, an optimizer,
-    a recorded graph); ValueError if it is already quantized.
+
+def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Linear:
+    """The NF4 version of a float Linear that is not part of a model: returns a new
+    :class:`NF4Linear` holding ``linear``'s weight in NF4 and its bias Parameter (the same
+    object). Use it as ``layer = quantize_linear(layer)``; for layers inside a model use
+    :func:`quantize_model`, which puts the NF4Linear in their place.
+
+    ``linear`` gives up its float weight: its data becomes an empty array, its gradient
+    None, and it is frozen (the memory goes; ``linear`` itself no longer computes). Raises,
+    with nothing changed: RuntimeError while anything else still holds the weight (a
+    variable, an optimizer, a recorded graph); ValueError for a layer that is already NF4,
+    has a LoRA adapter, or is a child of a model; TypeError for anything else.
     """
-    if not isinstance(linear, Linear):
+    from tensorlib.nn.lora import LoRALinear  # lora imports this module
+
+    if not isinstance(linear, (Linear, NF4Linear, LoRALinear)):
         raise TypeError(f"quantize_linear takes a Linear, got {type(linear).__name__}")
-    _quantize_layers([("", linear)], block_size)
-    return linear.quantized
+    if linear._parent_registered:
+        raise ValueError("this Linear is a child of a model; quantize_model(model, name) "
+                         "quantizes it in its place")
+    (quantized,) = _quantized_layers([("", linear)], block_size)
+    _release_weight(linear)
+    return quantized
 
 
 def quantize_model(model: Module, patterns: str | Iterable[str] = "*",
                    block_size: int = 64) -> list[str]:
-    """NF4-quantize every Linear of ``model`` whose dotted name matches ``patterns``
-    (``fnmatch``, as in :func:`tensorlib.nn.lora.attach_lora`). All-or-nothing: every layer
-    is checked (and quantized into staging) before any changes. Returns the layer names."""
-    return _quantize_layers(find_linear_layers(model, patterns), block_size)
+    """Put an :class:`NF4Linear` in the place of every Linear of ``model`` whose dotted
+    name matches ``patterns`` (``fnmatch``, as in :func:`tensorlib.nn.lora.attach_lora`).
+
+    Parameter names stay, less each quantized ``<layer>.weight``; each replaced Linear's
+    float weight is released (see :func:`quantize_linear`). All-or-nothing: every layer is
+    checked and quantized into staging before the model changes; the errors are those of
+    :func:`quantize_linear` (a matched layer that is already NF4 or has a LoRA adapter is
+    an error, not skipped). Returns the layer names. The model itself cannot be replaced:
+    for a lone Linear use :func:`quantize_linear`.
+    """
+    from tensorlib.nn.lora import find_linear_layers  # lora imports this module
+
+    layers = find_linear_layers(model, patterns)
+    if any(name == "" for name, _ in layers):
+        raise ValueError(f"the {type(model).__name__} itself matches; quantize_model replaces "
+                         "layers inside a model: use quantize_linear for a lone Linear")
+    staged = _quantized_layers(layers, block_size)
+    for (name, layer), quantized in zip(layers, staged, strict=True):
+        model.set_submodule(name, quantized)
+        _release_weight(layer)
+    return [name for name, _ in layers]
 
 
-def dequantize_linear(linear: Linear) -> Parameter:
-    """Turn an NF4 layer back into a float layer: a new frozen Parameter holding the
-    dequantized weight takes the ``weight`` registration again (same name, same place)."""
-    if not isinstance(linear, Linear):
-        raise TypeError(f"dequantize_linear takes a Linear, got {type(linear).__name__}")
-    if linear.quantized is None:
-        raise ValueError("this Linear is not quantized")
+def dequantize_linear(linear: NF4Linear) -> Linear:
+    """A float :class:`~tensorlib.nn.Linear` from an NF4Linear: a new frozen weight
+    Parameter holding the dequantized weight and the NF4Linear's bias Parameter (the same
+    object). ``linear`` itself is left as it is. For layers inside a model use
+    :func:`dequantize_model`."""
+    if not isinstance(linear, NF4Linear):
+        raise TypeError(f"dequantize_linear takes an NF4Linear, got {type(linear).__name__}")
     weight = Parameter(linear.quantized.dequantize(), trainable=False)
-    linear._set_quantized(None, weight=weight)
-    return weight
+    layer = Linear.from_parameters(weight, linear.bias)
+    layer.train(linear.training)
+    return layer
 
 
 def dequantize_model(model: Module) -> list[str]:
-    """:func:`dequantize_linear` on every NF4 layer of ``model``; returns their names."""
-    layers = [(name, m) for name, m in model.named_modules()
-              if isinstance(m, Linear) and m.quantized is not None]
-    for _, layer in layers:
-        dequantize_linear(layer)
+    """Put a float Linear (see :func:`dequantize_linear`) in the place of every NF4Linear of
+    ``model``, under the same names; returns their names. Raises ValueError, changing
+    nothing, if an NF4 layer has a LoRA adapter (``export_merged`` gives float weights of
+    such a model; ``merge_lora`` cannot merge into NF4)."""
+    from tensorlib.nn.lora import LoRALinear  # lora imports this module
+
+    if isinstance(model, NF4Linear):
+        raise ValueError("the model itself is an NF4Linear: use dequantize_linear")
+    adapted = [name for name, m in model.named_modules()
+               if isinstance(m, LoRALinear) and isinstance(m.base, NF4Linear)]
+    if adapted:
+        raise ValueError(f"these NF4 layers have a LoRA adapter: {', '.join(adapted)}; "
+                         "detach_lora first, or use export_merged for float weights")
+    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, NF4Linear)]
+    for name, layer in zip([n for n, _ in layers], [dequantize_linear(m) for _, m in layers],
+                           strict=True):
+        model.set_submodule(name, layer)
     return [name for name, _ in layers]
+
+
+def _own_state(module: Module) -> list[tuple[str, Tensor]]:
+    """What ``state_dict`` holds of ``module`` itself: its parameters, then its persistent
+    buffers."""
+    return [*module.named_parameters(recurse=False),
+            *[(name, buffer) for name, buffer in module.named_buffers(recurse=False)
+              if name not in module._non_persistent_buffers]]
 
 
 def export_merged(model: Module) -> dict[str, np.ndarray]:
     """Float weights of ``model`` under its base names, as numpy arrays (copies).
 
     NF4 weights are dequantized and every LoRA adapter is folded in
-    (``W + (alpha/rank) B A``); other parameters are copied. The keys and order are those of
+    (``W + (alpha/rank) B A``); other parameters and persistent buffers are copied; the
+    adapters' own ``<layer>.lora.*`` entries are left out. The keys and order are those of
     the unquantized model's ``state_dict()``, so a plain model of the same configuration
     loads the result with ``load_state_dict`` (strict) and computes the same outputs.
     The model itself is not changed.
     """
+    from tensorlib.nn.lora import LoRALinear  # lora imports this module
+
     if not isinstance(model, Module):
         raise TypeError(f"export_merged takes a Module, got {type(model).__name__}")
     state: dict[str, np.ndarray] = {}
+    adapters: list[str] = []
     for module_name, module in model.named_modules():
+        if any(module_name == a or module_name.startswith(a + ".") for a in adapters):
+            continue  # an adapter: folded into its layer's weight
         prefix = module_name + "." if module_name else ""
-        for name, parameter in module._parameters.items():
-            if isinstance(module, Linear) and name == "weight":
-                value = module.weight.data if module.quantized is None \
-                    else module.quantized.dequantize()
-                if module.lora is not None:
-                    value = value + module.lora.delta_weight().astype(value.dtype)
-            else:
-                value = parameter.data
-            state[prefix + name] = np.array(_to_numpy(value), copy=True)
+        base = module.base if isinstance(module, LoRALinear) else module
+        if isinstance(module, LoRALinear):
+            adapters.append(prefix + "lora")
+        if isinstance(base, NF4Linear):
+            weight = base.quantized.dequantize()
+        elif isinstance(module, LoRALinear):
+            weight = base.weight.data
+        else:
+            for name, tensor in _own_state(module):
+                state[prefix + name] = np.array(_to_numpy(tensor.data), copy=True)
+            continue
+        if isinstance(module, LoRALinear):
+            weight = weight + module.lora.delta_weight().astype(weight.dtype)
+        state[prefix + "weight"] = np.array(_to_numpy(weight), copy=True)
+        if base.bias is not None:
+            state[prefix + "bias"] = np.array(_to_numpy(base.bias.data), copy=True)
     return state
 
 
 def memory_report(model: Module) -> dict[str, int]:
-    """Bytes held by ``model``: ``float_parameters`` (everything ``parameters()`` lists),
-    ``lora_parameters``, ``nf4_codes``, ``nf4_scales`` and their ``total``."""
+    """Bytes held by ``model``: ``float_parameters`` (the float parameters of the base
+    model: what ``parameters()`` lists, less the adapters), ``lora_parameters`` (the
+    adapters), ``nf4_codes``, ``nf4_scales`` and their ``total``."""
+    from tensorlib.nn.lora import LoRALinear, lora_parameters  # lora imports this module
+
+    adapters = lora_parameters(model)
+    adapter_ids = {id(p) for p in adapters.values()}
     report = {
-        "float_parameters": sum(int(p.data.nbytes) for p in model.parameters()),
-        "lora_parameters": sum(int(p.data.nbytes) for p in lora_parameters(model).values()),
+        "float_parameters": sum(int(p.data.nbytes) for p in model.parameters()
+                                if id(p) not in adapter_ids),
+        "lora_parameters": sum(int(p.data.nbytes) for p in adapters.values()),
         "nf4_codes": 0,
         "nf4_scales": 0,
     }
     for _, module in model.named_modules():
-        if isinstance(module, Linear) and module.quantized is not None:
-            report["nf4_codes"] += int(module.quantized.codes.nbytes)
-            report["nf4_scales"] += int(module.quantized.absmax.nbytes)
+        layer = module.base if isinstance(module, LoRALinear) else module
+        if isinstance(layer, NF4Linear):
+            report["nf4_codes"] += int(layer.codes.data.nbytes)
+            report["nf4_scales"] += int(layer.absmax.data.nbytes)
     report["total"] = sum(report.values())
     return report
 

@@ -81,6 +81,22 @@ def test_value_graph_nodes_edges_and_labels():
     assert len(edges(source)) == 6
 
 
+class HandMadeValue:
+    """The shape of a scalar node a learner writes (notebook 01): no tensorlib class."""
+
+    def __init__(self, data, children=(), op="", label=""):
+        self.data, self.children, self.op, self.label, self.grad = data, children, op, label, 0.0
+
+
+def test_any_value_shaped_object_is_drawn_like_a_value():
+    a, b = HandMadeValue(2.0, label="a"), HandMadeValue(-3.0, label="b")
+    c = HandMadeValue(-6.0, (a, b), "*", "c")
+    one = HandMadeValue(1.0)
+    d = HandMadeValue(-5.0, (c, one), "+", "d")
+    a.grad, b.grad, c.grad, one.grad, d.grad = -3.0, 2.0, 1.0, 1.0, 1.0
+    assert draw_graph(d).source == draw_graph(value_expression()).source
+
+
 def test_value_graph_source_is_identical_across_runs():
     assert draw_graph(value_expression()).source == draw_graph(value_expression()).source
 

@@ -318,7 +318,16 @@ _HIDDEN_EDGE = {"style": "dashed"}
 
 
 # ------------------------------------------------------------------------------ scalar graphs
-def _value_graph(root: Value, precision: int, max_nodes: int | None) -> _Graph:
+def _is_scalar_node(root: Any) -> bool:
+    """A tensorlib ``Value``, or any object shaped like one (``data``, ``grad``, ``children``,
+    ``op``, and optionally ``label``), such as the Value a learner writes in notebook 01."""
+    if isinstance(root, Value):
+        return True
+    return not isinstance(root, Tensor) and all(
+        hasattr(root, name) for name in ("data", "grad", "children", "op"))
+
+
+def _value_graph(root: Any, precision: int, max_nodes: int | None) -> _Graph:
     graph = _Graph("value_graph")
     # Breadth-first from the output: ids follow distance from the output, then input order.
     order, seen = [root], {root}
@@ -338,7 +347,8 @@ def _value_graph(root: Value, precision: int, max_nodes: int | None) -> _Graph:
             attrs.update(_LEAF_STYLE)
         if node is root:
             attrs["penwidth"] = "2"
-        fields = ([node.label] if node.label else []) + [
+        label = getattr(node, "label", "")
+        fields = ([label] if label else []) + [
             f"data {_format_number(node.data, precision)}",
             f"grad {_format_number(node.grad, precision)}"]
         graph.node(node_id, fields=fields, attrs=attrs)
@@ -477,7 +487,7 @@ def draw_graph(root: Value | Tensor, module: Any = None, rankdir: str = "auto",
     if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, int)
                                   or max_nodes < 1):
         raise ValueError(f"max_nodes must be a positive whole number or None, got {max_nodes!r}")
-    if isinstance(root, Value):
+    if _is_scalar_node(root):
         return _to_drawing(_value_graph(root, precision, max_nodes), rankdir, max_width)
     if isinstance(root, Tensor):
         graph = _tensor_graph(root, module, precision, max_nodes, small)
@@ -501,7 +511,7 @@ def draw_module(module: Any, name: str = "model", rankdir: str = "auto",
     entries = list(module.named_modules())
     ids = {id(m): f"m{i}" for i, (_, m) in enumerate(entries)}
     for dotted, sub in entries:
-        own = list(sub._own_parameters())
+        own = list(sub.named_parameters(recurse=False))
         own_count = sum(p.size for _, p in own)
         total = sub.num_parameters()
         title = dotted.rsplit(".", 1)[-1] if dotted else name

@@ -59,31 +59,25 @@ def offline():
         backend.unregister_backend("offline")
 
 
+class Adapter(Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.vector = Parameter(np.ones(width, dtype=np.float32))
+
+
 class Adapted(Module):
-    """A layer with storage outside ``parameters()``: an adapter Parameter (LoRA-like) and two
-    plain arrays (NF4-like codes and scales), both reported through the transfer hooks."""
+    """A layer with more than parameters, as LoRA and NF4 layers have: a child module (an
+    adapter) and two non-persistent buffers (codes and scales, the second float)."""
 
     def __init__(self, width: int = 3) -> None:
         super().__init__()
         self.weight = Parameter(np.arange(width * width, dtype=np.float32).reshape(width, width))
-        object.__setattr__(self, "adapter", Parameter(np.ones(width, dtype=np.float32)))
-        object.__setattr__(self, "codes", np.arange(width, dtype=np.uint8))
-        object.__setattr__(self, "scales", np.full(2, 0.5, dtype=np.float32))
-        object.__setattr__(self, "loads", [])
+        self.adapter = Adapter(width)
+        self.register_buffer("codes", np.arange(width, dtype=np.uint8), persistent=False)
+        self.register_buffer("scales", np.full(2, 0.5, dtype=np.float32), persistent=False)
 
     def forward(self, x):
-        return x @ self.weight + self.adapter * tl.Tensor(self.scales[:1])
-
-    def extra_parameters_for_transfer(self):
-        return [self.adapter]
-
-    def extra_arrays_for_transfer(self):
-        return {"codes": self.codes, "scales": self.scales}
-
-    def load_transferred_arrays(self, arrays):
-        self.loads.append(dict(arrays))
-        object.__setattr__(self, "codes", arrays["codes"])
-        object.__setattr__(self, "scales", arrays["scales"])
+        return x @ self.weight + self.adapter.vector * self.scales[:1]
 
 
 class Model(Module):
@@ -96,34 +90,24 @@ class Model(Module):
 
 
 def everything(model: Module) -> list:
-    """Every parameter of the tree, extras included."""
-    params = model.parameters()
-    for module in model.modules():
-        params += [p for p in module.extra_parameters_for_transfer()
-                   if all(p is not q for q in params)]
-    return params
+    """Every tensor to()'s one traversal moves: parameters, then buffers."""
+    return model.parameters() + model.buffers()
 
 
 def snapshot(model: Module) -> list:
-    """What a failed transfer must leave unchanged: data objects, versions, grads, arrays."""
-    state = [(p.data, p.version, p.grad) for p in everything(model)]
-    for module in model.modules():
-        state += list(module.extra_arrays_for_transfer().values())
-    return state
+    """What a failed transfer must leave unchanged: data objects, versions, grads."""
+    return [(t.data, t.version, t.grad) for t in everything(model)]
 
 
 def assert_unchanged(model: Module, before: list) -> None:
     after = snapshot(model)
     assert len(after) == len(before)
     for old, new in zip(before, after, strict=True):
-        if isinstance(old, tuple):
-            assert new[0] is old[0] and new[1] == old[1] and new[2] is old[2]
-        else:
-            assert new is old
+        assert new[0] is old[0] and new[1] == old[1] and new[2] is old[2]
 
 
 def with_gradients(model: Module) -> Module:
-    for p in everything(model):
+    for p in model.parameters():
         p.grad = np.full(p.shape, 2.0, dtype=p.dtype)
     return model
 
@@ -205,15 +189,15 @@ def test_cuda_without_a_gpu_says_so():
 # --------------------------------------------------------------------------------- transaction
 def test_transfer_failing_at_every_copy_changes_nothing(fake):
     model = with_gradients(Model())
-    copies = len(everything(model)) + 2  # parameters, then the two extra arrays
+    copies = len(everything(model))  # parameters (the adapter's among them), then buffers
+    assert copies == 8 + 2
     for fail_on in range(1, copies + 1):
         before = snapshot(model)
         fake.calls, fake.fail_on_call = 0, fail_on
         with pytest.raises(RuntimeError, match=f"out of memory on copy {fail_on}"):
             model.to("fakegpu")
         assert_unchanged(model, before)
-        assert model.adapted.loads == []
-        assert all(p.device == "cpu" for p in everything(model))
+        assert all(t.device == "cpu" for t in everything(model))
     fake.calls, fake.fail_on_call = 0, None
     model.to("fakegpu")
     assert fake.calls == copies  # every failing position above was a real copy
@@ -232,18 +216,18 @@ def test_successful_transfer_moves_all_bumps_versions_drops_grads(fake):
     for value, p in zip(values, moved, strict=True):
         np.testing.assert_array_equal(np.asarray(p.data), value)
     assert [name for name, _ in model.named_parameters()] == names  # schema unchanged
-    assert all(p is not model.adapted.adapter for p in model.parameters())
 
 
-def test_extra_arrays_are_moved_and_handed_back(fake):
+def test_buffers_are_moved_in_place_keeping_their_dtype(fake):
     model = Model()
     codes, scales = model.adapted.codes, model.adapted.scales
+    values = codes.data.copy(), scales.data.copy()
     model.to("fakegpu")
-    (loaded,) = model.adapted.loads
-    assert sorted(loaded) == ["codes", "scales"]
-    assert type(model.adapted.codes) is FakeDeviceArray and model.adapted.codes.dtype == np.uint8
-    np.testing.assert_array_equal(np.asarray(model.adapted.codes), codes)
-    np.testing.assert_array_equal(np.asarray(model.adapted.scales), scales)
+    assert model.adapted.codes is codes and model.adapted.scales is scales  # same Tensors
+    assert type(codes.data) is FakeDeviceArray and codes.dtype == np.uint8
+    np.testing.assert_array_equal(np.asarray(codes.data), values[0])
+    np.testing.assert_array_equal(np.asarray(scales.data), values[1])
+    assert list(model.state_dict()) == [name for name, _ in model.named_parameters()]
 
 
 def test_parameters_already_on_the_device_are_untouched(fake):
@@ -255,7 +239,7 @@ def test_parameters_already_on_the_device_are_untouched(fake):
     before = [(p.data, p.version, p.grad) for p in settled]
     fake.calls = 0
     model.to("fakegpu")
-    assert fake.calls == len(everything(model)) - len(settled) + 2
+    assert fake.calls == len(everything(model)) - len(settled)
     for (data, version, grad), p in zip(before, settled, strict=True):
         assert p.data is data and p.version == version and p.grad is grad
     fake.calls = 0
@@ -263,36 +247,33 @@ def test_parameters_already_on_the_device_are_untouched(fake):
     assert fake.calls == 0
 
 
-def test_failing_load_hook_restores_the_arrays_and_changes_nothing(fake):
-    class Fussy(Adapted):
-        def load_transferred_arrays(self, arrays):
-            super().load_transferred_arrays(arrays)
-            if backend.device_of(arrays["codes"]) == "fakegpu":
-                raise RuntimeError("cannot take these arrays")
+def test_lora_and_nf4_layers_move_in_the_same_transaction(fake):
+    from tensorlib.nn.lora import attach_lora, lora_parameters
+    from tensorlib.nn.quant import quantize_model
 
-    model = Module()
-    model.adapted = Adapted(3)
-    model.fussy = Fussy(2)  # its hook runs after 'adapted' has taken its moved arrays
-    before = snapshot(model)
-    with pytest.raises(RuntimeError, match="cannot take these arrays"):
-        model.to("fakegpu")
-    assert_unchanged(model, before)
-    assert len(model.adapted.loads) == 2  # the move, then the restore of the originals
-    assert backend.device_of(model.adapted.codes) == "cpu"
-    assert backend.device_of(model.fussy.codes) == "cpu"
-
-
-def test_bad_hook_results_are_rejected_before_anything_changes(fake):
-    class Broken(Adapted):
-        def extra_parameters_for_transfer(self):
-            return [tl.ones(2)]
-
-    model = Broken()
-    data, version = model.weight.data, model.weight.version
-    with pytest.raises(TypeError, match="item 0 of extra_parameters_for_transfer"):
-        model.to("fakegpu")
-    assert model.weight.data is data and model.weight.version == version
-    assert fake.calls == 0 and model.loads == []
+    model = _decoder()
+    quantize_model(model, "blocks.*.mlp_*", block_size=16)
+    attach_lora(model, ["blocks.*.mlp_*", "blocks.*.attention.output"], rank=2, alpha=4,
+                rng=Rng(1))
+    ids = Rng(5).integers(0, 7, size=(2, 5))
+    with tl.no_grad():
+        before = model(ids).data.copy()
+    tensors = everything(model)
+    assert len(model.buffers()) == 2 * 4  # codes and scales of the four MLP layers
+    assert set(map(id, lora_parameters(model).values())) <= set(map(id, tensors))
+    for fail_on in (1, len(model.parameters()), len(tensors)):
+        fake.calls, fake.fail_on_call = 0, fail_on
+        before_move = snapshot(model)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            model.to("fakegpu")
+        assert_unchanged(model, before_move)
+    fake.calls, fake.fail_on_call = 0, None
+    model.to("fakegpu")
+    assert fake.calls == len(tensors) and all(t.device == "fakegpu" for t in tensors)
+    layer = model.blocks[0].mlp_input
+    assert type(layer.base.quantized.codes) is FakeDeviceArray  # the base sees the move
+    with tl.no_grad():
+        np.testing.assert_allclose(np.asarray(model(ids).data), before, atol=1e-6)
 
 
 def test_a_backend_that_returns_the_wrong_thing_is_a_failed_transfer():

@@ -10,7 +10,7 @@ Weights are float32 unless ``dtype`` says otherwise (float64 for gradient checks
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,19 +88,14 @@ class Linear(Module):
 
     ``weight_init`` and ``bias_init`` name init policies (see ``tensorlib.nn.init``).
 
-    Two optional pieces of state live outside the registered parameters, so ``parameters()``
-    and ``state_dict()`` keep their names: ``lora``, a LoRA adapter whose output is added to
-    the layer's (see :mod:`tensorlib.nn.lora`), and ``quantized``, NF4 storage that replaces
-    the float weight (see :mod:`tensorlib.nn.quant`); while it is set, the inactive
-    ``weight`` registration is skipped by ``parameters()``.
+    LoRA and NF4 are modules of their own that take a Linear's place in its model
+    (:class:`tensorlib.nn.lora.LoRALinear`, :class:`tensorlib.nn.quant.NF4Linear`).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  weight_init: str = "xavier_uniform", bias_init: str = "zero",
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        object.__setattr__(self, "_lora", None)  # plain attributes, outside the tree
-        object.__setattr__(self, "_quantized", None)
         self.in_features = check_positive_int(in_features, "in_features")
         self.out_features = check_positive_int(out_features, "out_features")
         check_policy(weight_init, "weight_init")
@@ -130,8 +125,6 @@ class Linear(Module):
                              f"shape {getattr(bias, 'shape', None)}")
         layer = cls.__new__(cls)
         Module.__init__(layer)
-        object.__setattr__(layer, "_lora", None)
-        object.__setattr__(layer, "_quantized", None)
         layer.out_features, layer.in_features = (int(d) for d in weight.shape)
         layer.weight = weight
         layer.bias = bias
@@ -140,72 +133,11 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         """``x (..., in_features)`` → ``(..., out_features)``."""
         check_input(x, "Linear", self.in_features)
-        weight = self.weight if self._quantized is None \
-            else Tensor(self._quantized.dequantize())  # a constant: NF4 weights do not train
-        y = F.linear(x, weight, self.bias)  # x Wᵀ + b: one fused node, one matrix product
-        if self._lora is not None:
-            y = y + self._lora(x)  # the adapter's low-rank update
-        return y
-
-    # ------------------------------------------------------------ LoRA and NF4 state
-    @property
-    def lora(self) -> Module | None:
-        """The attached LoRA adapter (see :func:`tensorlib.nn.lora.attach_lora`), or None."""
-        return self._lora
-
-    @property
-    def quantized(self) -> Any:
-        """The NF4 storage of the weight (see :func:`tensorlib.nn.quant.quantize_linear`),
-        or None while the weight is a float Parameter."""
-        return self._quantized
-
-    @property
-    def compute_dtype(self) -> np.dtype:
-        """The dtype the weight is used in (the float weight's, or the NF4 output dtype)."""
-        if self._quantized is not None:
-            return np.dtype(self._quantized.dtype)
-        return self.weight.dtype
-
-    def _set_lora(self, adapter: Module | None) -> None:
-        object.__setattr__(self, "_lora", adapter)
-
-    def _set_quantized(self, storage: Any, weight: Parameter | None = None) -> None:
-        """Install (or, with None, remove) NF4 storage; ``weight`` replaces the registered
-        weight Parameter under the same name (the registration order is kept)."""
-        if weight is not None:
-            self._parameters["weight"] = weight
-        object.__setattr__(self, "_quantized", storage)
-
-    def _own_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        if self._quantized is None:
-            return iter(self._parameters.items())
-        return iter([(name, p) for name, p in self._parameters.items() if name != "weight"])
-
-    def extra_parameters_for_transfer(self) -> list[Parameter]:
-        """The adapter's parameters, which ``parameters()`` does not list."""
-        return [] if self._lora is None else self._lora.parameters()
-
-    def extra_arrays_for_transfer(self) -> dict[str, Any]:
-        """The NF4 codes and block scales (empty when the weight is not quantized)."""
-        return {} if self._quantized is None else self._quantized.arrays()
-
-    def load_transferred_arrays(self, arrays: dict[str, Any]) -> None:
-        """Take the moved NF4 arrays (the keys of ``extra_arrays_for_transfer``)."""
-        if self._quantized is None:
-            if arrays:
-                raise ValueError(f"this Linear has no quantized storage; got arrays "
-                                 f"{sorted(arrays)}")
-            return
-        object.__setattr__(self, "_quantized", self._quantized.with_arrays(arrays))
+        return F.linear(x, self.weight, self.bias)  # x Wᵀ + b: one fused node, one matrix product
 
     def extra_repr(self) -> str:
-        text = (f"in_features={self.in_features}, out_features={self.out_features}, "
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
-        if self._quantized is not None:
-            text += f", weight=NF4(block_size={self._quantized.block_size})"
-        if self._lora is not None:
-            text += f", lora=(rank={self._lora.rank}, alpha={self._lora.alpha:g})"
-        return text
 
 
 # --------------------------------------------------------------------------------- Embedding

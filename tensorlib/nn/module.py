@@ -10,7 +10,6 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -291,16 +290,12 @@ class Module:
         )
 
     # ------------------------------------------------------------------------ traversal
-    def _own_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        """This module's direct parameters (override to hide inactive ones)."""
-        return iter(self._parameters.items())
-
     def named_parameters(
         self, prefix: str = "", include_frozen: bool = True, recurse: bool = True
     ) -> Iterator[tuple[str, Parameter]]:
         """``(dotted_name, parameter)`` depth-first: own parameters, then each child's
         (only the own ones with ``recurse=False``)."""
-        for name, parameter in self._own_parameters():
+        for name, parameter in self._parameters.items():
             if include_frozen or parameter.trainable:
                 yield prefix + name, parameter
         if recurse:
@@ -328,7 +323,7 @@ class Module:
         then its persistent buffers."""
         for name, module in self.named_modules():
             joined = name + "." if name else ""
-            for parameter_name, parameter in module._own_parameters():
+            for parameter_name, parameter in module._parameters.items():
                 yield joined + parameter_name, parameter
             for buffer_name, buffer in module._buffers.items():
                 if buffer_name not in module._non_persistent_buffers:
@@ -407,91 +402,31 @@ class Module:
             parameter.grad = None
 
     # ------------------------------------------------------------------------ devices
-    def extra_parameters_for_transfer(self) -> list[Parameter]:
-        """Parameters this module holds outside ``parameters()`` (LoRA adapters, say) that
-        must move with it in ``to()``. Override in such modules; the base returns []."""
-        return []
-
-    def extra_arrays_for_transfer(self) -> dict[str, Any]:
-        """Non-Parameter arrays this module owns (NF4 codes and scales, say) by a name of the
-        module's choosing. ``to()`` moves them and hands the moved arrays back through
-        ``load_transferred_arrays``. Override in such modules; the base returns {}."""
-        return {}
-
-    def load_transferred_arrays(self, arrays: dict[str, Any]) -> None:
-        """Take back the arrays of ``extra_arrays_for_transfer`` after a successful move
-        (same keys; arrays already on the device are passed back unchanged). It should only
-        assign; if it raises, ``to()`` restores the hooks it already ran and re-raises."""
-
     def to(self, device: str) -> Module:
-        """Move every parameter and extra array of the whole tree to ``device``; returns self.
+        """Move every parameter and buffer of the whole tree to ``device``; returns self.
 
         The move is one transaction. It checks the device (ValueError for an unknown name,
         listing the known ones; RuntimeError saying why for one not available here), then
-        copies every parameter from ``parameters()`` and each module's
-        ``extra_parameters_for_transfer()``, and every module's
-        ``extra_arrays_for_transfer()``, to the device. Only when every copy succeeded does
-        it commit: each moved parameter gets its new array, its version bumps and its
-        gradient is dropped (``grad = None``; an old gradient lives on the old device).
-        Parameters already on ``device`` are not touched (same array, version and grad). If
-        anything fails before the commit, nothing changes and the error propagates.
+        copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and scales,
+        LoRA adapters and anything else a module registers are among them) to the device.
+        Only when every copy succeeded does it commit: each moved tensor gets its new array
+        in place (the same Tensor object), its version bumps and its gradient is dropped
+        (``grad = None``; an old gradient lives on the old device). Tensors already on
+        ``device`` are not touched (same array, version and grad). If a copy fails, nothing
+        changes and the error propagates.
 
         Move a model before building a graph or an optimizer: graphs recorded before the move
         see new versions and refuse to run backward, and optimizer state stays behind.
         """
         backend = require_backend(device)  # ValueError / RuntimeError before any work
-        named_modules = list(self.named_modules())
-        parameters = self.parameters()
-        seen = {id(parameter) for parameter in parameters}
-        for module_name, module in named_modules:
-            for position, parameter in enumerate(module.extra_parameters_for_transfer()):
-                if not isinstance(parameter, Parameter):
-                    raise TypeError(
-                        f"{type(module).__name__} '{module_name or '(root)'}': item "
-                        f"{position} of extra_parameters_for_transfer() is a "
-                        f"{type(parameter).__name__}, not a Parameter"
-                    )
-                if id(parameter) not in seen:
-                    seen.add(id(parameter))
-                    parameters.append(parameter)
-
+        tensors: dict[int, Tensor] = {}
+        for tensor in [*self.parameters(), *self.buffers()]:
+            tensors.setdefault(id(tensor), tensor)
         # Prepare: every destination array first; the tree is untouched until all succeeded.
-        staged_parameters = [
-            (tensor, copy_to_backend(backend, tensor.data))
-            for tensor in [*parameters, *self.buffers()]
-            if device_of(tensor.data) != device
-        ]
-        staged_arrays: list[tuple[Module, dict[str, Any], dict[str, Any]]] = []
-        for module_name, module in named_modules:
-            arrays = module.extra_arrays_for_transfer()
-            if not arrays:
-                continue
-            where = f"{type(module).__name__} '{module_name or '(root)'}'"
-            if not isinstance(arrays, dict):
-                raise TypeError(f"{where}: extra_arrays_for_transfer() must return a dict "
-                                f"of arrays, got {type(arrays).__name__}")
-            original = dict(arrays)
-            moved = {}
-            for key, array in original.items():
-                if not (hasattr(array, "shape") and hasattr(array, "dtype")):
-                    raise TypeError(f"{where}: extra_arrays_for_transfer()['{key}'] is a "
-                                    f"{type(array).__name__}, not an array")
-                moved[key] = array if device_of(array) == device \
-                    else copy_to_backend(backend, array)
-            staged_arrays.append((module, original, moved))
-
-        # Commit. Hooks are user code, so they run first and, if one raises, every hook run
-        # so far (the failing one included) gets its original arrays back; the parameter
-        # assignments that follow cannot fail.
-        for done, (module, _original, moved) in enumerate(staged_arrays):
-            try:
-                module.load_transferred_arrays(moved)
-            except BaseException:
-                for undo, original, _moved in reversed(staged_arrays[: done + 1]):
-                    with contextlib.suppress(Exception):  # the first error is the one to see
-                        undo.load_transferred_arrays(original)
-                raise
-        for tensor, array in staged_parameters:
+        staged = [(tensor, copy_to_backend(backend, tensor.data))
+                  for tensor in tensors.values() if device_of(tensor.data) != device]
+        # Commit: plain assignments, which cannot fail.
+        for tensor, array in staged:
             tensor._data = array
             tensor._bump_version()
             tensor.grad = None

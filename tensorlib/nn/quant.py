@@ -95,22 +95,6 @@ class NF4Weight(NamedTuple):
         """Bytes of storage: codes plus scales."""
         return int(self.codes.nbytes + self.absmax.nbytes)
 
-    def arrays(self) -> dict[str, Any]:
-        """The backend arrays, by name (what a backend transfer moves)."""
-        return {"codes": self.codes, "absmax": self.absmax}
-
-    def with_arrays(self, arrays: dict[str, Any]) -> NF4Weight:
-        """A copy holding ``arrays`` (the keys of :meth:`arrays`, same shapes and dtypes)."""
-        if set(arrays) != {"codes", "absmax"}:
-            raise KeyError(f"NF4 storage takes the arrays 'absmax' and 'codes', got "
-                           f"{sorted(arrays)}")
-        for name, old in self.arrays().items():
-            new = arrays[name]
-            if tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
-                raise ValueError(f"NF4 {name}: expected shape {tuple(old.shape)} and dtype "
-                                 f"{old.dtype}, got {tuple(new.shape)} and {new.dtype}")
-        return self._replace(codes=arrays["codes"], absmax=arrays["absmax"])
-
 
 # ----------------------------------------------------------------------------- validation
 def check_block_size(block_size: Any) -> int:

@@ -40,17 +40,17 @@ def fit(p: float, iterations: int = 60) -> tuple[np.ndarray, float]:
 def float32_error(p: float, coefficients: np.ndarray) -> tuple[float, float]:
     """Largest absolute error of GELU and of its slope, evaluated in float32 by tensorlib."""
     import tensorlib as tl
-    from tensorlib.ops import elementwise
+    from tensorlib.kernels import gelu
 
-    saved = elementwise._GELU32_P, elementwise._GELU32_R
-    elementwise._GELU32_P, elementwise._GELU32_R = p, tuple(coefficients)
+    saved = gelu.GELU32_P, gelu.GELU32_R
+    gelu.GELU32_P, gelu.GELU32_R = p, tuple(coefficients)
     try:
         x = tl.Tensor(np.linspace(-10.0, 10.0, 2_000_001).astype(np.float32),
                       requires_grad=True)
         y = x.gelu()
         y.backward(np.ones(x.shape, dtype=np.float32))
     finally:
-        elementwise._GELU32_P, elementwise._GELU32_R = saved
+        gelu.GELU32_P, gelu.GELU32_R = saved
     exact_x = x.data.astype(np.float64)
     cdf = special.ndtr(exact_x)
     slope = cdf + exact_x * np.exp(-exact_x * exact_x / 2) / math.sqrt(2 * math.pi)

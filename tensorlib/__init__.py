@@ -1,7 +1,9 @@
 """tensorlib: a small deep-learning engine on numpy, built up one layer at a time.
 
 The scalar engine lives in :mod:`tensorlib.scalar`; everything else works on
-:class:`Tensor`. Layers, losses and models are in :mod:`tensorlib.nn`.
+:class:`Tensor`. Layers, losses and models are in :mod:`tensorlib.nn`. The ops are written as
+their formulas; the speed tricks they call are in :mod:`tensorlib.kernels`, and
+``reference_mode()`` runs everything on the plain paths instead.
 """
 
 from tensorlib import nn, optim
@@ -15,6 +17,7 @@ from tensorlib.autograd import (
     unbroadcast,
 )
 from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
+from tensorlib.kernels import is_reference_mode, reference_mode, set_reference_mode
 from tensorlib.nn.rng import manual_seed
 from tensorlib.tensor import (
     Tensor,
@@ -60,7 +63,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
     "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck",
-    "gradcheck_module", "int32", "int64", "is_grad_enabled", "manual_seed", "maximum", "nn",
-    "no_grad", "ones", "ones_like", "optim", "split", "stack", "tensor", "unbroadcast", "where",
-    "zeros", "zeros_like",
+    "gradcheck_module", "int32", "int64", "is_grad_enabled", "is_reference_mode",
+    "manual_seed", "maximum", "nn", "no_grad", "ones", "ones_like", "optim", "reference_mode",
+    "set_reference_mode", "split", "stack", "tensor", "unbroadcast", "where", "zeros",
+    "zeros_like",
 ]

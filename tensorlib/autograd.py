@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import kernels
 from tensorlib.backend import device_of
 
 _grad_enabled = True
@@ -202,45 +202,57 @@ class Function:
     def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
         a graph node on the output."""
-        arrays = []
-        for position, value in enumerate(inputs):
-            if not isinstance(value, Tensor):
-                raise TypeError(f"{cls.__name__}.apply: input {position} is a "
-                                f"{type(value).__name__}, expected a Tensor")
-            arrays.append(value._data)
+        arrays = _arrays_of(cls, inputs)
         ctx = Context(cls)
-        wanted = tuple(t._requires_grad for t in inputs) if _grad_enabled \
+        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs) if _grad_enabled \
             else (False,) * len(inputs)
-        ctx.needs_input_grad = wanted
-        if _profile is None:
-            output = cls.forward(ctx, *arrays, **params)
-        else:
-            start = time.perf_counter()
-            output = cls.forward(ctx, *arrays, **params)
-            _profile.add(ctx.name, "forward", time.perf_counter() - start)
+        output = _call_forward(ctx, arrays, params)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
-        if not any(wanted) or not _is_floating(output.dtype):
-            return result  # no gradient wanted; integer (argmax-like) results carry none
-        ctx.next = tuple(
-            (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
-            for t in inputs
-        )
-        ctx.input_shapes = tuple([array.shape for array in arrays])
-        ctx.input_dtypes = tuple([array.dtype for array in arrays])
-        ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
-        if ctx.saved:
-            # Remember the versions of tensors whose arrays were saved, to catch in-place
-            # changes between forward and backward.
-            saved = {id(array) for array in ctx.saved}
-            for position, t in enumerate(inputs):
-                if id(t._data) in saved:
-                    ctx.watched.append((t._version, t._version[0], position))
-            if id(output) in saved:
-                ctx.watched.append((result._version, 0, -1))
-        result.grad_fn = ctx
-        result._requires_grad = True
+        if any(ctx.needs_input_grad) and _is_floating(output.dtype):  # integer results: none
+            _record_node(ctx, inputs, output, result)
         return result
+
+
+def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
+    arrays = []
+    for position, value in enumerate(inputs):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{function.__name__}.apply: input {position} is a "
+                            f"{type(value).__name__}, expected a Tensor")
+        arrays.append(value._data)
+    return arrays
+
+
+def _call_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
+    if _profile is None:
+        return ctx.function.forward(ctx, *arrays, **params)
+    start = time.perf_counter()
+    output = ctx.function.forward(ctx, *arrays, **params)
+    _profile.add(ctx.name, "forward", time.perf_counter() - start)
+    return output
+
+
+def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: Tensor) -> None:
+    """Make ``ctx`` the graph node of ``result``: where each input came from, the shapes and
+    dtypes its gradients must have, and the versions of the tensors whose arrays it saved
+    (to catch in-place changes between forward and backward)."""
+    ctx.next = tuple(
+        (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
+        for t in inputs
+    )
+    ctx.input_shapes = tuple([t._data.shape for t in inputs])
+    ctx.input_dtypes = tuple([t._data.dtype for t in inputs])
+    ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
+    if ctx.saved:
+        saved = {id(array) for array in ctx.saved}
+        for position, t in enumerate(inputs):
+            if id(t._data) in saved:
+                ctx.watched.append((t._version, t._version[0], position))
+        if id(output) in saved:
+            ctx.watched.append((result._version, 0, -1))
+    result.grad_fn = ctx
+    result._requires_grad = True
 
 
 def _memory_owner(array: Any) -> Any:
@@ -347,7 +359,7 @@ class _Accumulator:
 
     def __init__(self, value: Any):
         self.value = value
-        self.owned = False
+        self.owned = False  # True once ``value`` is an array the engine made itself
 
     def add(self, contribution: Any) -> None:
         if self.owned:
@@ -356,27 +368,117 @@ class _Accumulator:
             self.value = self.value + contribution
             self.owned = True
 
-
-def _reference_count(array: Any) -> int:
-    return sys.getrefcount(array)
-
-
-def _sole_reference(array: Any) -> bool:
-    """True when ``array`` owns its memory and only the caller's one local name refers to it,
-    so no one else can see it change (CPython's reference counts; elsewhere always False)."""
-    return (_SOLE_COUNT is not None and isinstance(array, np.ndarray) and array.base is None
-            and _reference_count(array) <= _SOLE_COUNT)
-
-
-def _calibrate_sole_count() -> int | None:
-    """The count ``_reference_count`` reports for an array held by one local name only."""
-    if sys.implementation.name != "cpython":
-        return None
-    probe = np.empty(1)
-    return _reference_count(probe) + 1  # + 1: _sole_reference's own parameter
+    def take(self) -> Any:
+        """The sum, as an array a leaf may keep as its ``.grad``: one the engine made itself
+        as it is, anything else copied (unless the kernel ``sole_reference`` shows that
+        nothing else refers to it)."""
+        value, self.value = self.value, None
+        if not value.flags.writeable:
+            return value.copy()
+        if self.owned or (kernels.enabled() and kernels.sole_reference(value)):
+            return value
+        return value.copy()
 
 
-_SOLE_COUNT = _calibrate_sole_count()
+class _Gradients:
+    """The gradients of one backward pass on their way: per graph node until its backward
+    runs, per leaf tensor until the whole pass has succeeded."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, _Accumulator] = {}
+        self.leaves: dict[int, tuple[Tensor, _Accumulator]] = {}
+
+    def send(self, target: Any, contribution: Any) -> None:
+        """Add ``contribution`` to the gradient of ``target`` (a node or a leaf tensor)."""
+        if isinstance(target, Tensor):
+            entry = self.leaves.get(id(target))
+            if entry is None:
+                self.leaves[id(target)] = (target, _Accumulator(contribution))
+            else:
+                entry[1].add(contribution)
+            return
+        accumulator = self.nodes.get(id(target))
+        if accumulator is None:
+            self.nodes[id(target)] = _Accumulator(contribution)
+        else:
+            accumulator.add(contribution)
+
+    def take(self, node: Context) -> Any:
+        """The gradient of ``node``'s output, or None when none reached it."""
+        accumulator = self.nodes.pop(id(node), None)
+        return None if accumulator is None else accumulator.value
+
+    def commit_to_leaves(self) -> None:
+        """Add every leaf's gradient to its ``.grad`` (the pass has succeeded)."""
+        for tensor, accumulator in self.leaves.values():
+            if tensor.grad is None:
+                tensor.grad = accumulator.take()
+            else:
+                tensor.grad += accumulator.value
+
+
+def _seed(root: Tensor, grad: Any) -> Any:
+    """The gradient of ``root`` itself: ``grad``, checked, or 1 for a one-element root."""
+    if not root.requires_grad:
+        raise RuntimeError("backward() on a tensor that does not require grad "
+                           "(no input of its computation had requires_grad=True)")
+    if grad is None:
+        if root.size != 1:
+            raise RuntimeError(f"backward() without a gradient needs a one-element output; "
+                               f"got shape {root.shape} (pass grad= of that shape)")
+        return np.ones_like(root.data)
+    grad = grad.data if isinstance(grad, Tensor) else np.asarray(grad)
+    if grad.shape != root.shape:
+        raise ValueError(f"backward(grad=...): gradient shape {grad.shape} does not match "
+                         f"the output's shape {root.shape}")
+    return grad.astype(root.dtype, copy=False)
+
+
+def _check_not_freed(node: Context) -> None:
+    if node.freed:
+        raise RuntimeError(
+            f"backward through '{node.name}' a second time: the graph was freed after the "
+            "first backward; pass retain_graph=True to the first call")
+
+
+def _keep_retained_grad(node: Context, grad: Any) -> None:
+    """Give a copy of ``grad`` to the node's output if it asked for one (``retain_grad``)."""
+    retained = node.retained_output() if node.retained_output is not None else None
+    if retained is not None:
+        retained.grad = np.array(grad, copy=True)
+
+
+def _call_backward(node: Context, grad: Any) -> Any:
+    if _profile is None:
+        return node.function.backward(node, grad)
+    start = time.perf_counter()
+    raw = node.function.backward(node, grad)
+    _profile.add(node.name, "backward", time.perf_counter() - start)
+    return raw
+
+
+def _node_backward(node: Context, grad: Any, retain_graph: bool) -> tuple[Any, ...]:
+    """One node's backward: the gradients of its inputs from the gradient of its output,
+    checked; its saved arrays are freed right after, unless ``retain_graph``."""
+    _check_not_freed(node)
+    _keep_retained_grad(node, grad)
+    _check_versions(node)
+    grads = _normalize_gradients(node, _call_backward(node, grad))
+    if not retain_graph:
+        node.release()
+    return grads
+
+
+def _backpropagate(order: list[Context], gradients: _Gradients, retain_graph: bool) -> None:
+    """Visit the nodes from the output back; each sends its inputs their gradients."""
+    for node in order:
+        grad = gradients.take(node)
+        if grad is None:
+            continue  # no gradient flows through this node
+        for target, contribution in zip(node.next, _node_backward(node, grad, retain_graph),
+                                        strict=True):
+            if contribution is not None:
+                gradients.send(target, contribution)
 
 
 def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
@@ -386,83 +488,11 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
     run, so activations are released while gradients are being made (a pass that fails
     part-way leaves the visited part of the graph freed, and every ``.grad`` unchanged).
     """
-    if not root.requires_grad:
-        raise RuntimeError("backward() on a tensor that does not require grad "
-                           "(no input of its computation had requires_grad=True)")
-    if grad is None:
-        if root.size != 1:
-            raise RuntimeError(f"backward() without a gradient needs a one-element output; "
-                               f"got shape {root.shape} (pass grad= of that shape)")
-        grad = np.ones_like(root.data)
-    else:
-        grad = grad.data if isinstance(grad, Tensor) else np.asarray(grad)
-        if grad.shape != root.shape:
-            raise ValueError(f"backward(grad=...): gradient shape {grad.shape} does not match "
-                             f"the output's shape {root.shape}")
-        grad = grad.astype(root.dtype, copy=False)
-
-    leaf_grads: dict[int, tuple[Tensor, _Accumulator]] = {}
-
-    def send(target: Any, contribution: Any, pending: dict[int, _Accumulator]) -> None:
-        store = leaf_grads if isinstance(target, Tensor) else pending
-        key = id(target)
-        if key in store:
-            (store[key][1] if isinstance(target, Tensor) else store[key]).add(contribution)
-        elif isinstance(target, Tensor):
-            leaf_grads[key] = (target, _Accumulator(contribution))
-        else:
-            pending[key] = _Accumulator(contribution)
-
-    pending: dict[int, _Accumulator] = {}
-    if root.grad_fn is None:
-        send(root, grad, pending)
-        order: list[Context] = []
-    else:
-        order = _topological_order(root.grad_fn)
-        pending[id(root.grad_fn)] = _Accumulator(grad)
-
-    for node in order:
-        accumulated = pending.pop(id(node), None)
-        if accumulated is None:
-            continue
-        node_grad = accumulated.value
-        if node.freed:
-            raise RuntimeError(
-                f"backward through '{node.name}' a second time: the graph was freed after the "
-                "first backward; pass retain_graph=True to the first call")
-        retained = node.retained_output() if node.retained_output is not None else None
-        if retained is not None:
-            retained.grad = np.array(node_grad, copy=True)
-        _check_versions(node)
-        if _profile is None:
-            raw = node.function.backward(node, node_grad)
-        else:
-            start = time.perf_counter()
-            raw = node.function.backward(node, node_grad)
-            _profile.add(node.name, "backward", time.perf_counter() - start)
-        grads = _normalize_gradients(node, raw)
-        raw = None
-        if not retain_graph:
-            node.release()  # its saved arrays are done with: free them now, not at the end
-        for target, contribution in zip(node.next, grads, strict=True):
-            if contribution is not None:
-                send(target, contribution, pending)
-
-    # Every backward succeeded: commit the leaves' gradients, then free the graph.
-    grads = contribution = node_grad = accumulated = raw = None  # no stray references
-    for tensor, accumulator in leaf_grads.values():
-        if tensor.grad is None:
-            value, accumulator.value = accumulator.value, None
-            # A gradient the engine summed itself, or one that nothing else refers to (a fresh
-            # array from a backward), becomes .grad as it is; anything shared is copied.
-            if not (accumulator.owned or _sole_reference(value)) \
-                    or not value.flags.writeable:
-                value = value.copy()
-            tensor.grad = value
-            if tensor.grad.shape != tensor.shape:  # pragma: no cover - guarded above
-                raise RuntimeError("internal error: leaf gradient shape mismatch")
-        else:
-            tensor.grad += accumulator.value
+    gradients = _Gradients()
+    gradients.send(root if root.grad_fn is None else root.grad_fn, _seed(root, grad))
+    order = [] if root.grad_fn is None else _topological_order(root.grad_fn)
+    _backpropagate(order, gradients, retain_graph)
+    gradients.commit_to_leaves()
     if not retain_graph:
         for node in order:
             node.release()

@@ -37,7 +37,6 @@ __all__ = [
     "Backend",
     "array_module",
     "available_backends",
-    "constant_vector",
     "copy_to_backend",
     "cupy_available",
     "device_of",
@@ -190,23 +189,6 @@ def array_module(array: Any) -> ModuleType:
     """
     backend = _backend_of(array)
     return np if backend is None else backend.array_module
-
-
-_CONSTANT_VECTORS: dict[tuple[Any, float, Any], Any] = {}
-
-
-def constant_vector(xp: ModuleType, size: int, value: float, dtype: Any) -> Any:
-    """A read-only vector of ``size`` copies of ``value`` in array module ``xp``: a view of
-    one cached array per (module, value, dtype), made longer when a longer one is asked
-    for. For the hot paths that need a constant operand (BLAS row and column sums)."""
-    key = (xp, float(value), np.dtype(dtype))
-    full = _CONSTANT_VECTORS.get(key)
-    if full is None or full.shape[0] < size:
-        full = xp.full(size, value, dtype=dtype)
-        if xp is np:
-            full.flags.writeable = False
-        _CONSTANT_VECTORS[key] = full
-    return full[:size]
 
 
 def device_of(array: Any) -> str:

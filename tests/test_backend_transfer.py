@@ -350,16 +350,3 @@ def test_tensor_to_copies_detached_or_returns_self(fake):
     assert type(back.data) is np.ndarray and back.tolist() == [2.0, 4.0]
     with pytest.raises(ValueError, match="unknown device"):
         x.to("gpu")
-
-
-def test_constant_vectors_are_cached_read_only_views():
-    constant_vector = backend.constant_vector
-    short = constant_vector(np, 4, 0.25, np.float32)
-    longer = constant_vector(np, 10, 0.25, np.float32)  # grows the cached array
-    again = constant_vector(np, 3, 0.25, np.float32)
-    assert short.dtype == np.float32 and short.shape == (4,)
-    np.testing.assert_array_equal(longer, np.full(10, 0.25, np.float32))
-    assert again.base is longer.base  # one array per (module, value, dtype)
-    assert constant_vector(np, 3, 0.25, np.float64).dtype == np.float64
-    with pytest.raises(ValueError, match="read-only"):
-        again[0] = 1.0

@@ -432,3 +432,27 @@ def test_matches_pytorch_lora_linear():
     np.testing.assert_allclose(layer.lora.A.grad, a.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(layer.lora.B.grad, b.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(layer.weight.grad, weight.grad.numpy(), rtol=1e-10)
+
+
+def test_a_lora_fine_tune_checkpoints_with_its_optimizer(tmp_path):
+    # The adapters are the model's parameters, so an optimizer over them alone is saved by
+    # name and resumes bit for bit.
+    def step(model, optimizer):
+        optimizer.zero_grad()
+        model.loss(token_batch(1), token_batch(2)).backward()
+        optimizer.step()
+
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
+    step(model, optimizer)
+    checkpoint.save(tmp_path / "run.tlckpt", model, optimizer)
+    resumed = small_decoder(seed=4)
+    attach_lora(resumed, PATTERNS, rank=2, alpha=4, rng=Rng(6))
+    resumed_optimizer = AdamW(list(lora_parameters(resumed).values()), lr=1e-2)
+    checkpoint.load(tmp_path / "run.tlckpt", resumed, resumed_optimizer)
+    step(model, optimizer)
+    step(resumed, resumed_optimizer)
+    for (name, a), (_, b) in zip(model.named_parameters(), resumed.named_parameters(),
+                                 strict=True):
+        np.testing.assert_array_equal(a.data, b.data, err_msg=name)

@@ -12,7 +12,10 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import GradcheckError, Tensor, gradcheck
+from tensorlib import GradcheckError, Tensor, gradcheck, ops
+from tensorlib.autograd import Function
+from tensorlib.nn import Rng
+from tensorlib.nn import functional as F
 
 # --------------------------------------------------------------------------- input data
 
@@ -85,6 +88,32 @@ def _logsumexp(x, axis, keepdims):
     return special.logsumexp(x, axis=axis, keepdims=keepdims)
 
 
+def _layer_norm(x, weight=1.0, bias=0.0):
+    centered = x - x.mean(-1, keepdims=True)
+    return centered / np.sqrt((centered**2).mean(-1, keepdims=True) + 1e-5) * weight + bias
+
+
+def _cross_entropy(logits):
+    log_probs = logits - _logsumexp(logits, -1, True)
+    return -np.take_along_axis(log_probs, TARGETS[..., None], -1).mean()
+
+
+def _causal_softmax(scores, scale, offset=0):
+    forbidden = np.triu(np.ones(scores.shape[-2:], bool), k=offset + 1)
+    return _softmax(np.where(forbidden, -np.inf, scores * scale), -1)
+
+
+def _causal_attention(qkv, heads):
+    batch, length, triple = qkv.shape
+    q, k, v = qkv.reshape(batch, length, 3, heads, -1).transpose(2, 0, 3, 1, 4)
+    p = _causal_softmax(q @ np.swapaxes(k, -1, -2), 1 / np.sqrt(q.shape[-1]))
+    return (p @ v).transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)
+
+
+TARGETS = np.array([[1, 3, 0], [2, 2, 1]])
+IDS = np.array([[4, 0, 4], [1, 4, 2]])
+
+
 CASES = {
     # ---- binary arithmetic: same shapes, broadcast shapes, Python-scalar operands
     "add": (lambda a, b: a + b, [((3, 4), A), ((3, 4), A)], SAME),
@@ -111,6 +140,7 @@ CASES = {
     "neg": (lambda a: -a, [((3, 4), A)], SAME),
     "neg-broadcast": (lambda a: -a.expand(2, 3, 4), [((3, 1), A)], None),
     "pos-chain": (lambda a: +(a * 2.0), [((3, 4), A)], SAME),
+    "cast": (lambda a: a.astype(np.float64) * 2.0, [((3, 4), A)], lambda a: a * 2.0),
     # ---- matmul: 2-D, batched, broadcast batch axes, and the 1-D cases
     "matmul": (lambda a, b: a @ b, [((3, 4), A), ((4, 5), A)], SAME),
     "matmul-batched": (lambda a, b: a @ b, [((2, 3, 4), A), ((2, 4, 5), A)], SAME),
@@ -253,6 +283,23 @@ CASES = {
                                    [((2, 3, 4), A)], lambda a: np.where(M_ROW, 9.0, a)),
     "masked-fill-broadcast-input": (lambda a: a.expand(3, 4).masked_fill(M, 0.0),
                                     [((1, 4), A)], None),
+    # ---- the fused ops of tensorlib.nn.functional (one node each)
+    "linear": (lambda x, w, b: F.linear(x, w, b), [((2, 3, 4), A), ((5, 4), A), ((5,), A)],
+               lambda x, w, b: x @ w.T + b),
+    "linear-no-bias": (lambda x, w: F.linear(x, w), [((3, 4), A), ((2, 4), A)],
+                       lambda x, w: x @ w.T),
+    "layer-norm": (lambda x, w, b: F.layer_norm(x, w, b), [((2, 3, 5), A), ((5,), A), ((5,), A)],
+                   _layer_norm),
+    "layer-norm-plain": (lambda x: F.layer_norm(x), [((3, 5), A)], _layer_norm),
+    "cross-entropy": (lambda z: F.cross_entropy(z, TARGETS), [((2, 3, 4), A)], _cross_entropy),
+    "embedding": (lambda w: F.embedding(w, IDS), [((5, 3), A)], lambda w: w[IDS]),
+    "causal-softmax": (lambda s: F.causal_softmax(s, 0.7), [((2, 4, 4), A)],
+                       lambda s: _causal_softmax(s, 0.7)),
+    "causal-softmax-offset": (lambda s: F.causal_softmax(s, 0.7, offset=2), [((2, 3, 5), A)],
+                              lambda s: _causal_softmax(s, 0.7, offset=2)),
+    "causal-attention": (lambda q: F.causal_attention(q, 2), [((2, 3, 12), A)],
+                         lambda q: _causal_attention(q, 2)),
+    "dropout": (lambda x: F.dropout(x, 0.5, rng=Rng(0)), [((3, 4), A)], None),
     # ---- a composite: softmax attention weights on a matmul, through a masked fill
     "composite-attention": (lambda q, k, v: ((q @ k.transpose() * 0.5)
                                              .masked_fill(np.triu(np.ones((3, 3), bool), 1),
@@ -329,6 +376,35 @@ def test_float32_forward_and_gradient_dtypes(name):
     out.sum().backward()
     for t in inputs:
         assert t.grad.dtype == np.float32 and t.grad.shape == t.shape
+
+
+FUSED = ["linear", "linear-no-bias", "layer-norm", "layer-norm-plain", "cross-entropy",
+         "embedding", "causal-softmax", "causal-softmax-offset", "causal-attention", "dropout",
+         "gelu", "matmul-batched-by-matrix", "softmax-last"]
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_gradcheck_on_the_plain_paths_of_reference_mode(name):
+    fn, specs, _ = CASES[name]
+    inputs = [Tensor(a, requires_grad=True) for a in _inputs(specs, "contiguous")]
+    with tl.reference_mode():
+        assert gradcheck(fn, *inputs)
+
+
+def test_every_op_is_gradchecked_here():
+    """Each Function that tensorlib.ops exports is a node of some case's graph above."""
+    seen = set()
+    for fn, specs, _ in CASES.values():
+        out = fn(*[Tensor(a, requires_grad=True) for a in _inputs(specs, "contiguous")])
+        stack = [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is not None and hasattr(node, "function"):
+                seen.add(node.function)
+                stack.extend(node.next)
+    exported = {getattr(ops, name) for name in ops.__all__}
+    functions = {f for f in exported if isinstance(f, type) and issubclass(f, Function)}
+    assert functions - seen == set()
 
 
 # --------------------------------------------------------------------------- the checker

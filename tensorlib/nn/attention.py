@@ -76,19 +76,6 @@ class KVCache:
         return f"KVCache(length={self.length}, capacity={self.capacity}, storage={shape})"
 
 
-def _causal_softmax_from(scores: Tensor, scale: float, start: int) -> Tensor:
-    """Causal softmax of ``scale * scores (B, H, T_new, T_total)`` where query ``i`` sits at
-    position ``start + i`` and may attend to keys ``0 .. start + i``."""
-    if start == 0:
-        return F.causal_softmax(scores, scale=scale)  # square: the fused op
-    scaled = scores * scale
-    queries, keys = scores.shape[-2:]
-    if queries > 1:  # a single newest query sees every key: nothing to mask
-        forbidden = np.triu(np.ones((queries, keys), dtype=bool), k=start + 1)  # (T_new, T_total)
-        scaled = scaled.masked_fill(forbidden, -math.inf)
-    return scaled.softmax(-1)
-
-
 class MultiheadAttention(Module):
     """Decoder-style causal self-attention: position t attends to positions 0..t.
 
@@ -146,7 +133,7 @@ class MultiheadAttention(Module):
         if cache is not None:
             key, value, start = self._extend_cache(cache, key, value)  # (B, H, T_total, D)
         scores = query @ key.transpose()  # (B, H, T, T_total)
-        probabilities = _causal_softmax_from(scores, 1.0 / math.sqrt(width), start)
+        probabilities = F.causal_softmax(scores, 1.0 / math.sqrt(width), offset=start)
         context = probabilities @ value  # (B, H, T, D)
         merged = context.permute(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
         out = self.output_dropout(self.output(merged))

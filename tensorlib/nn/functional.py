@@ -1,27 +1,26 @@
-"""Stateless neural-network functions: activations, softmax, losses, masks, dropout.
+"""The functional API: activations, softmax, losses, masks, dropout and the fused layers.
 
-The ops that matter for speed and numerical stability are single fused ``Function``s with a
-hand-derived backward: ``cross_entropy``, ``layer_norm``, ``linear`` (x Wᵀ + b),
-``embedding`` (a row gather), ``causal_softmax`` (attention's scaled, causally masked
-softmax), ``causal_attention`` (the whole attention core, from fused Q/K/V to merged heads)
-and ``dropout``. Each has a *reference twin* (``..._reference``) built from the chain of
-primitive ops, so notebooks and tests can check that the fused op agrees with it in value
-and in gradient.
+Each function checks its arguments (clear errors naming shapes, dtypes and values), then
+applies one op from :mod:`tensorlib.ops`. The fused ops, ``cross_entropy``, ``layer_norm``,
+``linear`` (x Wᵀ + b), ``embedding`` (a row gather), ``causal_softmax`` (attention's scaled,
+causally masked softmax), ``causal_attention`` (the attention core, from fused Q/K/V to merged
+heads) and ``dropout``, each have a *reference twin* (``..._reference``) built from the chain
+of primitive ops: the teaching version, which notebooks and tests hold in agreement with the
+fused op, in value and in gradient.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from typing import Any
 
 import numpy as np
 
-from tensorlib.autograd import Context, Function
-from tensorlib.backend import array_module, constant_vector
+from tensorlib import ops
+from tensorlib.backend import array_module
 from tensorlib.nn.rng import Rng, default_rng
-from tensorlib.ops.softmax import softmax_vjp
+from tensorlib.ops.softmax import causal_forbidden
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -150,40 +149,6 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- cross-entropy
-class CrossEntropyFunction(Function):
-    """Mean negative log-likelihood of ``targets`` under softmax(``logits``), one node.
-
-    Forward: log-softmax with the max subtracted, pick each target's log-probability, mean.
-    Backward: (softmax(logits) - onehot(targets)) / N, times the incoming scalar gradient.
-    """
-
-    op_name = "cross_entropy"
-
-    @staticmethod
-    def forward(ctx: Context, logits: Any, targets: Any) -> Any:
-        xp = array_module(logits)
-        classes = logits.shape[-1]
-        targets = xp.asarray(targets)
-        flat = logits.reshape(-1, classes)  # (N, V)
-        rows = xp.arange(flat.shape[0])
-        shifted = flat - flat.max(axis=-1, keepdims=True)
-        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
-        loss = -log_probs[rows, targets.reshape(-1)].mean()
-        ctx.save_for_backward(log_probs)
-        ctx.targets, ctx.input_shape = targets.reshape(-1), logits.shape
-        return xp.asarray(loss, dtype=logits.dtype)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        (log_probs,) = ctx.saved_tensors
-        xp = array_module(log_probs)
-        count = log_probs.shape[0]
-        probs = xp.exp(log_probs)  # a fresh array: safe to change in place
-        probs[xp.arange(count), ctx.targets] -= 1.0
-        probs *= grad / count
-        return probs.reshape(ctx.input_shape)
-
-
 def _check_cross_entropy(logits: Any, targets: Any) -> np.ndarray:
     _check_floating(logits, "cross_entropy logits")
     if logits.ndim == 0:
@@ -209,7 +174,7 @@ def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
     modified. Non-integer targets raise TypeError, out-of-range ones IndexError.
     """
     array = _check_cross_entropy(logits, targets)
-    return CrossEntropyFunction.apply(logits, targets=array)
+    return ops.CrossEntropy.apply(logits, targets=array)
 
 
 def cross_entropy_reference(logits: Tensor, targets: Any) -> Tensor:
@@ -229,7 +194,7 @@ def causal_mask(length: int, additive: bool = False, dtype: Any = np.float32) ->
     """
     if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 1:
         raise ValueError(f"causal_mask length must be a positive integer, got {length!r}")
-    forbidden = np.triu(np.ones((length, length), dtype=bool), k=1)
+    forbidden = causal_forbidden(np, length, length)
     if not additive:
         return Tensor(forbidden)
     return Tensor(np.where(forbidden, -np.inf, 0.0).astype(dtype))
@@ -250,122 +215,37 @@ def apply_causal_mask(scores: Tensor) -> Tensor:
     return scores.masked_fill(causal_mask(scores.shape[-1]), -math.inf)
 
 
-@functools.lru_cache(maxsize=32)
-def _additive_causal_mask(xp: Any, length: int, dtype: Any) -> Any:
-    """(T, T): 0 on and below the diagonal, -inf above it (made once per length; read-only)."""
-    mask = xp.triu(xp.full((length, length), -xp.inf, dtype=dtype), k=1)
-    if xp is np:
-        mask.flags.writeable = False
-    return mask
+def _check_causal_scores(scores: Any, offset: int, what: str) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, numbers.Integral) or offset < 0:
+        raise ValueError(f"{what} offset must be an integer >= 0, got {offset!r}")
+    if offset == 0:
+        _check_scores(scores, what)
+        return 0
+    _check_floating(scores, what)
+    if scores.ndim < 2 or scores.shape[-1] != scores.shape[-2] + offset:
+        raise ValueError(f"{what} with offset {offset} must end in a (T, {offset} + T) pair "
+                         f"of axes, got shape {scores.shape}")
+    return int(offset)
 
 
-@functools.lru_cache(maxsize=64)
-def _unshifted_range(dtype: Any, length: int) -> float:
-    """How far from 0 a row's scores may lie for its softmax to need no shift: within ±L,
-    L = (ln(largest float) - ln T) / 2, no exp overflows, a row's sum stays below the
-    largest float, and a row whose diagonal is at least -L sums to a normal number."""
-    return (math.log(float(np.finfo(dtype).max)) - math.log(length)) / 2
+def causal_softmax(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tensor:
+    """Attention probabilities: softmax over the last axis of ``scale * scores`` with the
+    future masked out. ``scores (..., T, offset + T)``: query ``i`` sits at position
+    ``offset + i`` (``offset`` keys are already cached) and sees keys ``0 .. offset + i``.
+    One fused node."""
+    offset = _check_causal_scores(scores, offset, "causal_softmax scores")
+    return ops.Softmax.apply(scores, axis=-1, causal=True, offset=offset, scale=float(scale))
 
 
-def _causal_softmax_in_place(scores: Any) -> Any:
-    """Softmax over the last axis of a fresh ``(..., T, T)`` score array, entries above the
-    diagonal masked to probability 0; overwrites and returns ``scores``.
-
-    Softmax does not change when a row is shifted by a constant; the shift only guards exp
-    against overflow and a whole row against underflow. Each row is shifted by its maximum
-    unless its scores are at most L and its diagonal at least -L (see _unshifted_range):
-    then by 0. The rule looks at the row alone, so a row's probabilities never depend on
-    other rows (nor on masked, future positions). When every score and diagonal is within
-    ±L, as in practice, two reductions over the whole array show that no row needs its
-    maximum, which saves a reduction per row of T and a broadcast subtraction.
-    """
-    xp = array_module(scores)
-    if scores.size == 0:
-        return scores
-    limit = _unshifted_range(scores.dtype, scores.shape[-1])
-    diagonal = xp.diagonal(scores, axis1=-2, axis2=-1)[..., None]  # a view, (..., T, 1)
-    unshifted = float(scores.max()) <= limit and float(diagonal.min()) >= -limit
-    # Adding the -inf mask is twice as fast as a masked assignment. (A score of +inf above
-    # the diagonal would become nan; scores that overflow float32 make the row nan anyway.)
-    scores += _additive_causal_mask(xp, scores.shape[-1], scores.dtype)
-    if not unshifted:  # rare: shift the rows that need it by their maximum
-        row_max = scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
-        in_range = (row_max <= limit) & (diagonal >= -limit)  # False for nan
-        scores -= xp.where(in_range, scores.dtype.type(0), row_max)
-    probabilities = xp.exp(scores, out=scores)
-    probabilities /= _row_sum(probabilities)
-    return probabilities
-
-
-class CausalSoftmaxFunction(Function):
-    """softmax(scale · scores + causal mask) over the last axis, one node.
-
-    Forward: masked entries (column > row) become -inf, so their probability is exactly 0.
-    Backward: scale · p ⊙ (g - Σ g ⊙ p); masked entries get no gradient since p = 0 there.
-    """
-
-    op_name = "causal_softmax"
-
-    @staticmethod
-    def forward(ctx: Context, scores: Any, scale: float) -> Any:
-        probabilities = _causal_softmax_in_place(scores * scores.dtype.type(scale))
-        ctx.save_for_backward(probabilities)
-        ctx.scale = scale
-        return probabilities
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        (probabilities,) = ctx.saved_tensors
-        result = softmax_vjp(probabilities, grad, -1)
-        return result * result.dtype.type(ctx.scale)
-
-
-def causal_softmax(scores: Tensor, scale: float = 1.0) -> Tensor:
-    """Attention probabilities: softmax over the last axis of ``scale * scores`` with every
-    entry above the diagonal of the last two (T, T) axes masked out."""
-    _check_scores(scores, "causal_softmax scores")
-    return CausalSoftmaxFunction.apply(scores, scale=float(scale))
-
-
-def causal_softmax_reference(scores: Tensor, scale: float = 1.0) -> Tensor:
+def causal_softmax_reference(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tensor:
     """The primitive chain: (scores · scale + additive mask), then softmax_reference."""
-    _check_scores(scores, "causal_softmax scores")
-    mask = causal_mask(scores.shape[-1], additive=True, dtype=scores.dtype)
+    offset = _check_causal_scores(scores, offset, "causal_softmax scores")
+    forbidden = causal_forbidden(np, *scores.shape[-2:], offset)
+    mask = Tensor(np.where(forbidden, -np.inf, 0.0).astype(scores.dtype))  # 0 or -inf
     return softmax_reference(scores * float(scale) + mask)
 
 
 # --------------------------------------------------------------------------------- linear
-class LinearFunction(Function):
-    """y = x Wᵀ + b over the last axis of ``x (..., in)``, one node and one matrix product.
-
-    The leading axes are folded into rows, so forward and each gradient are a single GEMM:
-    dx = dy W, dW = dyᵀ x (rows summed), db = Σ dy over rows.
-    """
-
-    op_name = "linear"
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, *bias: Any) -> Any:
-        rows = x.reshape(-1, x.shape[-1])  # (N, in)
-        out = rows @ weight.T  # (N, out), a fresh array
-        if bias:
-            out += bias[0]
-        ctx.save_for_backward(x, weight)
-        return out.reshape(*x.shape[:-1], weight.shape[0])
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        x, weight = ctx.saved_tensors
-        rows_grad = grad.reshape(-1, grad.shape[-1])  # (N, out)
-        wanted = ctx.needs_input_grad
-        grad_x = (rows_grad @ weight).reshape(x.shape) if wanted[0] else None
-        grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
-        if len(wanted) == 2:
-            return grad_x, grad_weight
-        grad_bias = _column_sum(rows_grad) if wanted[2] else None
-        return grad_x, grad_weight, grad_bias
-
-
 def _check_linear(x: Any, weight: Any, bias: Any) -> None:
     _check_floating(x, "linear input")
     _check_floating(weight, "linear weight")
@@ -388,8 +268,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x (..., in) @ weight (out, in)ᵀ + bias (out,)`` → ``(..., out)``. One fused node."""
     _check_linear(x, weight, bias)
     if bias is None:
-        return LinearFunction.apply(x, weight)
-    return LinearFunction.apply(x, weight, bias)
+        return ops.Linear.apply(x, weight)
+    return ops.Linear.apply(x, weight, bias)
 
 
 def linear_reference(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -400,58 +280,6 @@ def linear_reference(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> T
 
 
 # --------------------------------------------------------------------------------- attention
-class CausalAttentionFunction(Function):
-    """Causal self-attention from fused projections to merged heads, one node.
-
-    ``qkv (B, T, 3C)`` holds the query, key and value projections side by side, each split
-    into ``heads`` blocks of width D = C / heads. With q, k, v the (B, H, T, D) views,
-    P = causal_softmax(scale · q kᵀ) and the output merges the heads of P v into (B, T, C).
-    Backward, with dO split into heads the same way::
-
-        dv = Pᵀ dO,   dP = dO vᵀ,   dS = scale · P ⊙ (dP - Σ_j dP ⊙ P),
-        dq = dS k,    dk = dSᵀ q
-
-    written straight into the (B, T, 3, H, D) gradient of ``qkv``: no copies of q, k, v.
-    """
-
-    op_name = "causal_attention"
-
-    @staticmethod
-    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
-        batch, length, triple = qkv.shape
-        channels = triple // 3
-        split = qkv.reshape(batch, length, 3, heads, channels // heads)  # (B, T, 3, H, D)
-        query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-        scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
-        scores *= scores.dtype.type(scale)
-        probabilities = _causal_softmax_in_place(scores)
-        context = probabilities @ value  # (B, H, T, D)
-        ctx.save_for_backward(qkv, probabilities)
-        ctx.heads, ctx.scale = heads, scale
-        return context.transpose(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        qkv, probabilities = ctx.saved_tensors
-        xp = array_module(qkv)
-        batch, length, triple = qkv.shape
-        heads, width = ctx.heads, triple // 3 // ctx.heads
-        split = qkv.reshape(batch, length, 3, heads, width)
-        query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-        grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # (B,H,T,D)
-        grad_qkv = xp.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
-        grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
-                                            for i in range(3))
-        xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)
-        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= _row_sum(grad_scores * probabilities)
-        grad_scores *= probabilities
-        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
-        xp.matmul(grad_scores, key, out=grad_query)
-        xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)
-        return grad_qkv.reshape(batch, length, triple)
-
-
 def _check_attention(qkv: Any, heads: int) -> None:
     _check_floating(qkv, "causal_attention qkv")
     if isinstance(heads, bool) or not isinstance(heads, numbers.Integral) or heads < 1:
@@ -472,7 +300,7 @@ def causal_attention(qkv: Tensor, heads: int, scale: float | None = None) -> Ten
     _check_attention(qkv, heads)
     width = qkv.shape[-1] // 3 // heads
     scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
-    return CausalAttentionFunction.apply(qkv, heads=int(heads), scale=scale)
+    return ops.CausalAttention.apply(qkv, heads=int(heads), scale=scale)
 
 
 def causal_attention_reference(qkv: Tensor, heads: int, scale: float | None = None) -> Tensor:
@@ -490,91 +318,6 @@ def causal_attention_reference(qkv: Tensor, heads: int, scale: float | None = No
 
 
 # --------------------------------------------------------------------------------- layer norm
-class LayerNormFunction(Function):
-    """y = (x - mean) / sqrt(var + eps) · weight + bias over the last axis, one node.
-
-    With x̂ the normalized input, r = 1/sqrt(var + eps) and g = dy · weight, the backward is
-    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy.
-    """
-
-    op_name = "layer_norm"
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
-                has_bias: bool) -> Any:
-        xp = array_module(x)
-        weight = affine[0] if has_weight else None
-        bias = affine[-1] if has_bias else None
-        # Centered for now. Shifting by each row's first entry before taking the mean makes
-        # a constant row exactly 0 (so its output is exactly ``bias``) at any magnitude.
-        normalized = x - x[..., :1]
-        normalized -= _row_mean(normalized)
-        variance = _row_mean(xp.square(normalized))  # biased, as PyTorch
-        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # (..., 1)
-        normalized *= inverse_std
-        out = normalized if weight is None else normalized * weight
-        if bias is not None:
-            out = out + bias if out is normalized else xp.add(out, bias, out=out)
-        ctx.save_for_backward(normalized, inverse_std, weight)
-        ctx.has_weight, ctx.has_bias = has_weight, has_bias
-        return out
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        normalized, inverse_std, weight = ctx.saved_tensors
-        width = normalized.shape[-1]
-        grads: list[Any] = [None]
-        projected = grad * normalized  # dy ⊙ x̂
-        if ctx.has_weight:
-            wanted = ctx.needs_input_grad[1]
-            grads.append(_column_sum(projected.reshape(-1, width)) if wanted else None)
-        if ctx.has_bias:
-            wanted = ctx.needs_input_grad[-1]
-            grads.append(_column_sum(grad.reshape(-1, width)) if wanted else None)
-        if ctx.needs_input_grad[0]:
-            # With g = dy ⊙ weight, mean(g) and mean(g ⊙ x̂) are the rows of dy and dy ⊙ x̂
-            # against weight / C: no need to form g ⊙ x̂.
-            xp = array_module(grad)
-            row_weights = (constant_vector(xp, width, 1.0 / width, grad.dtype) if weight is None
-                           else weight / grad.dtype.type(width))
-            mean_g = _row_dot(grad, row_weights)  # (..., 1)
-            mean_g_normalized = _row_dot(projected, row_weights)  # (..., 1)
-            correction = xp.multiply(normalized, mean_g_normalized, out=projected)
-            correction += mean_g
-            if weight is None:
-                g = grad - correction
-            else:
-                g = grad * weight
-                g -= correction
-            g *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
-            grads[0] = g
-        return tuple(grads)
-
-
-def _row_dot(a: Any, vector: Any) -> Any:
-    """Each row of ``a`` (its last axis) dotted with ``vector``, kept as an axis of size 1:
-    one matrix-vector product (BLAS is several times faster at row sums than a numpy
-    reduction along many short rows)."""
-    products = a.reshape(-1, a.shape[-1]) @ vector  # (N,)
-    return products.reshape(*a.shape[:-1], 1)
-
-
-def _row_sum(a: Any, factor: float = 1.0) -> Any:
-    """``factor`` times the sum over the last axis, kept as an axis of size 1."""
-    return _row_dot(a, constant_vector(array_module(a), a.shape[-1], factor, a.dtype))
-
-
-def _column_sum(rows: Any) -> Any:
-    """The sum of the rows of a 2-D array, as one vector-matrix product (BLAS; about twice
-    as fast as numpy's reduction over the first axis)."""
-    return constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype) @ rows
-
-
-def _row_mean(a: Any) -> Any:
-    """The mean over the last axis, kept as an axis of size 1 (see _row_sum)."""
-    return _row_sum(a, 1.0 / a.shape[-1])
-
-
 def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
     _check_floating(x, "layer_norm input")
     if x.ndim == 0 or x.shape[-1] == 0:
@@ -597,8 +340,8 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
     by ``weight`` and ``bias`` (each of shape ``(C,)`` or None). One fused node."""
     _check_layer_norm(x, weight, bias, eps)
     affine = [t for t in (weight, bias) if t is not None]
-    return LayerNormFunction.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
-                                   has_bias=bias is not None)
+    return ops.LayerNorm.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
+                               has_bias=bias is not None)
 
 
 def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -616,36 +359,6 @@ def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor |
 
 
 # --------------------------------------------------------------------------------- embedding
-class EmbeddingFunction(Function):
-    """Rows of ``weight`` picked by integer ``ids``; the backward adds each output row's
-    gradient into its source row (repeated ids accumulate)."""
-
-    op_name = "embedding"
-
-    @staticmethod
-    def forward(ctx: Context, weight: Any, ids: Any) -> Any:
-        ids = array_module(weight).asarray(ids)
-        ctx.ids, ctx.weight_shape = ids, weight.shape
-        return weight[ids]  # (*ids.shape, C)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        xp = array_module(grad)
-        full = xp.zeros(ctx.weight_shape, dtype=grad.dtype)  # (V, C)
-        ids = ctx.ids.reshape(-1)  # (N,)
-        rows = grad.reshape(-1, ctx.weight_shape[-1])  # (N, C)
-        if xp is not np or ids.size == 0:
-            xp.add.at(full, ids, rows)
-            return full
-        # Sort the ids so that equal ones are neighbours, then sum each run of rows with one
-        # reduceat: much faster than add.at's element-by-element scatter.
-        order = np.argsort(ids, kind="stable")
-        sorted_ids = ids[order]
-        starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-        full[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
-        return full
-
-
 def _check_embedding(weight: Any, ids: Any) -> np.ndarray:
     _check_floating(weight, "embedding weight")
     if weight.ndim != 2:
@@ -656,7 +369,7 @@ def _check_embedding(weight: Any, ids: Any) -> np.ndarray:
 def embedding(weight: Tensor, ids: Any) -> Tensor:
     """Look up rows: ``weight (V, C)`` and integer ``ids (...)`` give ``(..., C)``."""
     array = _check_embedding(weight, ids)
-    return EmbeddingFunction.apply(weight, ids=array)
+    return ops.Embedding.apply(weight, ids=array)
 
 
 def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
@@ -667,21 +380,6 @@ def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------------- dropout
-class DropoutFunction(Function):
-    """y = x ⊙ m where m is 0 (dropped) or 1/(1-p) (kept); backward: grad ⊙ m."""
-
-    op_name = "dropout"
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, multiplier: Any) -> Any:
-        ctx.multiplier = multiplier
-        return x * multiplier
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        return grad * ctx.multiplier
-
-
 def check_probability(p: Any) -> float:
     """``p`` as a float if it is a number in [0, 1), else ValueError."""
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
@@ -717,7 +415,7 @@ def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) 
     generator = resolve_rng(rng)
     if not training or p == 0.0:
         return x
-    return DropoutFunction.apply(x, multiplier=_dropout_multiplier(x, p, generator))
+    return ops.Dropout.apply(x, multiplier=_dropout_multiplier(x, p, generator))
 
 
 def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,

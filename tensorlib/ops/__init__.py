@@ -1,8 +1,16 @@
-"""Every differentiable primitive, one ``Function`` each, grouped by kind."""
+"""Every differentiable op, one ``Function`` each, grouped by kind (fused ones included).
+
+Each is written as its formula, forward and backward side by side; where a faster way to
+compute the same thing exists, it calls a kernel from :mod:`tensorlib.kernels`.
+"""
 
 from tensorlib.ops.arithmetic import Add, Cast, Div, Maximum, Mul, Neg, Pow, PowScalar, Sub
-from tensorlib.ops.elementwise import Abs, Exp, Gelu, Log, Relu, Sigmoid, Sqrt, Tanh
-from tensorlib.ops.matmul import MatMul
+from tensorlib.ops.attention import CausalAttention
+from tensorlib.ops.elementwise import Abs, Dropout, Exp, Gelu, Log, Relu, Sigmoid, Sqrt, Tanh
+from tensorlib.ops.embedding import Embedding
+from tensorlib.ops.loss import CrossEntropy
+from tensorlib.ops.matmul import Linear, MatMul
+from tensorlib.ops.normalization import LayerNorm
 from tensorlib.ops.reduction import LogSumExp, Max, Mean, Sum, Var
 from tensorlib.ops.shape import (
     Concat,
@@ -17,7 +25,8 @@ from tensorlib.ops.shape import (
 from tensorlib.ops.softmax import LogSoftmax, Softmax
 
 __all__ = [
-    "Abs", "Add", "Cast", "Concat", "Div", "Exp", "Expand", "Gelu", "GetItem", "Log",
+    "Abs", "Add", "Cast", "CausalAttention", "Concat", "CrossEntropy", "Div", "Dropout",
+    "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "Linear", "Log",
     "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "Maximum", "Mean", "Mul", "Neg",
     "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Softmax", "Sqrt", "Sub", "Sum",
     "Tanh", "Var", "Where", "normalize_index",

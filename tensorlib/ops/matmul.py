@@ -1,11 +1,14 @@
-"""Matrix product with numpy's rules: batched, broadcasting batch axes, 1-D operands."""
+"""Matrix products: ``matmul`` with numpy's rules (batched, broadcasting batch axes, 1-D
+operands) and the fused ``linear`` layer, x Wᵀ + b."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tensorlib import kernels
 from tensorlib.autograd import Context, Function, unbroadcast
 from tensorlib.backend import array_module
+from tensorlib.kernels import column_sum
 
 
 def _check_matmul_shapes(a: Any, b: Any) -> None:
@@ -33,22 +36,16 @@ class MatMul(Function):
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_matmul_shapes(a, b)
         ctx.save_for_backward(a, b)
-        if a.ndim > 2 and b.ndim == 2:
-            # (..., K) @ (K, N) as one (M, K) @ (K, N) product: one BLAS call, not one per batch.
-            return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+        if a.ndim > 2 and b.ndim == 2 and kernels.enabled():
+            return kernels.shared_matmul(a, b)  # a batch of rows times one matrix
         return array_module(a).matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
         xp = array_module(a)
-        if a.ndim > 2 and b.ndim == 2:
-            # A shared weight: fold the batch axes into rows so each gradient is one GEMM.
-            rows_a = a.reshape(-1, a.shape[-1])  # (M, K)
-            rows_grad = grad.reshape(-1, grad.shape[-1])  # (M, N)
-            grad_a = (rows_grad @ b.T).reshape(a.shape) if ctx.needs_input_grad[0] else None
-            grad_b = rows_a.T @ rows_grad if ctx.needs_input_grad[1] else None
-            return grad_a, grad_b
+        if a.ndim > 2 and b.ndim == 2 and kernels.enabled():
+            return kernels.shared_matmul_backward(a, b, grad, ctx.needs_input_grad)
         a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
         b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
         if b.ndim == 1:  # first, so that vec @ vec's 0-d grad becomes (1,) then (1, 1)
@@ -63,3 +60,34 @@ class MatMul(Function):
             grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), b2.shape)
             grad_b = grad_b.reshape(b.shape)
         return grad_a, grad_b
+
+
+class Linear(Function):
+    """y = x Wᵀ + b over the last axis of ``x (..., in)``, one node.
+
+    The leading axes are folded into rows, so forward and each gradient are one matrix
+    product: with dy as rows (N, out), dx = dy W, dW = dyᵀ x, db = Σ_rows dy.
+    """
+
+    op_name = "linear"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, *bias: Any) -> Any:
+        rows = x.reshape(-1, x.shape[-1])  # (N, in)
+        out = rows @ weight.T  # (N, out), a fresh array
+        if bias:
+            out += bias[0]
+        ctx.save_for_backward(x, weight)
+        return out.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        x, weight = ctx.saved_tensors
+        rows_grad = grad.reshape(-1, grad.shape[-1])  # (N, out)
+        wanted = ctx.needs_input_grad
+        grad_x = (rows_grad @ weight).reshape(x.shape) if wanted[0] else None
+        grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
+        if len(wanted) == 2:
+            return grad_x, grad_weight
+        grad_bias = column_sum(rows_grad) if wanted[2] else None
+        return grad_x, grad_weight, grad_bias

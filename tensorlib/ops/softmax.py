@@ -1,4 +1,5 @@
-"""Fused softmax and log-softmax: one node each, with hand-derived backward.
+"""Softmax (plain, scaled or causally masked) and log-softmax: one node each, with
+hand-derived backward.
 
 Both subtract the row maximum first, so logits of ±1e4 neither overflow nor lose the answer.
 """
@@ -7,37 +8,65 @@ from __future__ import annotations
 
 from typing import Any
 
+from tensorlib import kernels
 from tensorlib.autograd import Context, Function
 from tensorlib.backend import array_module
 
 
-def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
-    """The vector-Jacobian product of softmax along ``axis``: p ⊙ (g - Σ g ⊙ p).
+def causal_forbidden(xp: Any, queries: int, keys: int, offset: int = 0) -> Any:
+    """The ``(T, offset + T)`` boolean mask of causal attention: True where key ``j`` lies
+    after query ``i``'s position ``offset + i``, so the query may not see it."""
+    return xp.triu(xp.ones((queries, keys), dtype=bool), k=offset + 1)
 
-    Shared by every op whose output is a softmax (plain, causal-masked attention)."""
+
+def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) -> Any:
+    """p = exp(s - max) / Σ exp(s - max) along ``axis``.
+
+    With ``causal`` (``axis`` then is the last one) the scores of the last two axes,
+    ``(..., T, offset + T)``, are masked first: query ``i`` sits at position ``offset + i``
+    and sees keys ``0 .. offset + i``; the other keys get probability exactly 0. Causal
+    scores must be a fresh array: ``tensorlib.kernels.causal_softmax_`` overwrites them.
+    """
+    xp = array_module(scores)
+    if causal:
+        if kernels.enabled():
+            return kernels.causal_softmax_(scores, offset)
+        forbidden = causal_forbidden(xp, *scores.shape[-2:], offset)
+        scores = xp.where(forbidden, scores.dtype.type(-xp.inf), scores)
+    shifted = scores - scores.max(axis=axis, keepdims=True)
+    exps = xp.exp(shifted, out=shifted)
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
+def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
+    """The vector-Jacobian product of softmax along ``axis``: p ⊙ (g - Σ g ⊙ p)."""
     weighted = grad * probabilities
     return weighted - probabilities * weighted.sum(axis=axis, keepdims=True)
 
 
 class Softmax(Function):
-    """p = exp(x - max) / Σ exp(x - max); backward: p ⊙ (g - Σ g⊙p)."""
+    """p = softmax(scale · x) along ``axis``; with ``causal=True`` causally masked (see
+    ``softmax``). Backward: scale · p ⊙ (g - Σ g ⊙ p); masked entries get no gradient since
+    p = 0 there."""
 
     op_name = "softmax"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: int = -1) -> Any:
-        xp = array_module(a)
-        shifted = a - a.max(axis=axis, keepdims=True)
-        exps = xp.exp(shifted, out=shifted)
-        probabilities = exps / exps.sum(axis=axis, keepdims=True)
+    def forward(ctx: Context, a: Any, axis: int = -1, causal: bool = False, offset: int = 0,
+                scale: float = 1.0) -> Any:
+        if causal:
+            ctx.name = "causal_softmax"
+        scaled = a * a.dtype.type(scale) if causal or scale != 1.0 else a  # causal: fresh
+        probabilities = softmax(scaled, axis, causal, offset)
         ctx.save_for_backward(probabilities)
-        ctx.axis = axis
+        ctx.axis, ctx.scale = axis, scale
         return probabilities
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (probabilities,) = ctx.saved_tensors
-        return softmax_vjp(probabilities, grad, ctx.axis)
+        result = softmax_vjp(probabilities, grad, ctx.axis)
+        return result if ctx.scale == 1.0 else result * result.dtype.type(ctx.scale)
 
 
 class LogSoftmax(Function):

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import kernels
 from tensorlib.autograd import no_grad
 from tensorlib.backend import array_module
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
@@ -23,11 +24,6 @@ def _check_betas(value: Any) -> tuple[float, float]:
         raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
     return (check_real("beta1", value[0], low=0.0, high=1.0),
             check_real("beta2", value[1], low=0.0, high=1.0))
-
-
-def _finite_sum(array: Any) -> bool:
-    """True when the sum of ``array`` is finite: no inf or nan inside (and no overflow)."""
-    return bool(array_module(array).isfinite(array.sum()))
 
 
 class AdamW(Optimizer):
@@ -120,38 +116,18 @@ class AdamW(Optimizer):
     # ------------------------------------------------------------------- update
     def step(self) -> None:
         """Apply one AdamW update to every trainable parameter that has a gradient."""
-        if self._flat_step():
-            return
+        if kernels.enabled() and kernels.adamw_step(self):
+            return  # every parameter at once, in flat buffers (tensorlib.kernels.adamw)
         pending = self.gradients_to_apply()
         if not pending:
             return
-        scale = None
-        if self.max_grad_norm > 0.0:
-            norm = gradient_norm_of_arrays([grad for _, _, grad in pending])
-            if not np.isfinite(norm):
-                raise ValueError(f"the global gradient norm is {norm}; nothing was changed")
-            if norm > self.max_grad_norm:
-                scale = self.max_grad_norm / (norm + CLIP_EPSILON)
-        beta1, beta2 = self.betas
+        coefficient = self.clip_coefficient([grad for _, _, grad in pending])
         staged = []
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             for index, parameter, grad in pending:
-                xp = array_module(parameter.data)
-                dtype = parameter.dtype.type
-                if scale is not None:
-                    grad = grad * dtype(scale)  # a scaled copy; p.grad is left as it was
-                entry = self.state[index]
-                step = entry["step"] + 1
-                first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
-                second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
-                decay, epsilon, correction = self._scalars(step)
-                denominator = xp.sqrt(second) + dtype(epsilon)
-                new_value = (parameter.data * dtype(decay)
-                             - (first / denominator) * dtype(correction) * dtype(self.lr))
-                self.check_staged(index, "first moment", first)
-                self.check_staged(index, "second moment", second)
-                self.check_staged(index, "value", new_value)
-                staged.append((index, parameter, step, first, second, new_value))
+                if coefficient is not None:
+                    grad = grad * parameter.dtype.type(coefficient)  # p.grad is left as it was
+                staged.append((index, parameter, *self._updated(index, parameter, grad)))
         with no_grad():
             for index, parameter, step, first, second, new_value in staged:
                 parameter.copy_(new_value)
@@ -160,7 +136,26 @@ class AdamW(Optimizer):
                 entry["first_moment"] = first
                 entry["second_moment"] = second
 
-    def _scalars(self, step: int) -> tuple[float, float, float]:
+    def _updated(self, index: int, parameter: Any, grad: Any) -> tuple[int, Any, Any, Any]:
+        """The step count, moments and value of ``parameters[index]`` after this step,
+        checked to be finite (nothing is changed here)."""
+        xp = array_module(parameter.data)
+        dtype = parameter.dtype.type
+        beta1, beta2 = self.betas
+        entry = self.state[index]
+        step = entry["step"] + 1
+        first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
+        second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
+        decay, epsilon, correction = self.update_scalars(step)
+        denominator = xp.sqrt(second) + dtype(epsilon)
+        new_value = (parameter.data * dtype(decay)
+                     - (first / denominator) * dtype(correction) * dtype(self.lr))
+        self.check_staged(index, "first moment", first)
+        self.check_staged(index, "second moment", second)
+        self.check_staged(index, "value", new_value)
+        return step, first, second, new_value
+
+    def update_scalars(self, step: int) -> tuple[float, float, float]:
         """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay, eps scaled
         by sqrt(1 - beta2**step), and the two bias corrections folded into one factor,
         sqrt(1 - beta2**step) / (1 - beta1**step)."""
@@ -168,108 +163,16 @@ class AdamW(Optimizer):
         root = (1.0 - beta2**step) ** 0.5
         return 1.0 - self.lr * self.weight_decay, self.eps * root, root / (1.0 - beta1**step)
 
-    def _flat_step(self) -> bool:
-        """The update above, done once over every parameter laid end to end in flat buffers.
-
-        The common case, every parameter trainable with a gradient, one dtype, one device and
-        one step count, takes a few dozen array passes in all instead of a few dozen per
-        parameter, and gives bit-identical results (the same float operations in the same
-        order). The moments live in two flat buffers; ``state[i]``'s arrays are views into
-        them, updated in place (as PyTorch does). Returns False, having changed nothing, when
-        the case does not apply or any number is not finite: the per-parameter loop then runs
-        and reports.
-        """
-        parameters = self.parameters
-        reference = parameters[0].data
-        xp = array_module(reference)
-        step = self.state[0]["step"] + 1
-        for parameter, entry in zip(parameters, self.state, strict=True):
-            grad, data = parameter.grad, parameter.data
-            if (not parameter.requires_grad or grad is None or type(grad) is not type(data)
-                    or grad.shape != data.shape or grad.dtype != reference.dtype
-                    or data.dtype != reference.dtype or type(data) is not type(reference)
-                    or entry["step"] != step - 1):
-                return False
-        if reference.dtype.kind != "f":
-            return False
-        flat = self._flat_buffers(xp, reference.dtype)
-        moments, previous = flat["moments"], flat["previous"]
-        grads, values, scratch = flat["grads"], flat["values"], flat["scratch"]
-        xp.concatenate([p.grad.reshape(-1) for p in parameters], out=grads)
-        xp.concatenate([p.data.reshape(-1) for p in parameters], out=values)
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            dtype = reference.dtype.type
-            if self.max_grad_norm > 0.0:
-                norm = gradient_norm_of_arrays([p.grad for p in parameters])
-                if not np.isfinite(norm):
-                    return False
-                if norm > self.max_grad_norm:
-                    grads *= dtype(self.max_grad_norm / (norm + CLIP_EPSILON))
-            beta1, beta2 = self.betas
-            first, second = previous  # the new moments, staged
-            xp.multiply(moments[0], dtype(beta1), out=first)
-            xp.multiply(grads, dtype(1.0 - beta1), out=scratch)
-            first += scratch
-            xp.multiply(grads, grads, out=scratch)
-            scratch *= dtype(1.0 - beta2)
-            xp.multiply(moments[1], dtype(beta2), out=second)
-            second += scratch
-            decay, epsilon, correction = self._scalars(step)
-            denominator = grads  # the gradients are no longer needed
-            xp.sqrt(second, out=denominator)
-            denominator += dtype(epsilon)
-            xp.divide(first, denominator, out=scratch)
-            scratch *= dtype(correction)
-            scratch *= dtype(self.lr)
-            values *= dtype(decay)
-            values -= scratch  # the new values
-            # A non-finite gradient or parameter makes the new values nan or inf, and a
-            # squared gradient that overflows makes the second moment inf; the first moment,
-            # a convex combination of finite numbers, is then finite too. (A sum that merely
-            # overflows is a false alarm: it only costs the per-parameter path.)
-            if not (_finite_sum(second) and _finite_sum(values)):
-                return False
-        moments[0][...] = first
-        moments[1][...] = second
-        for parameter, entry, new_value in zip(parameters, self.state, flat["value_views"],
-                                               strict=True):
-            parameter.data[...] = new_value  # shapes and dtypes were checked above
-            parameter._bump_version()  # what copy_ would do, without re-checking
-            entry["step"] = step
-        return True
-
-    def _flat_buffers(self, xp: Any, dtype: Any) -> dict[str, Any]:
-        """The flat buffers, rebuilt (from ``state``) when the state's moment arrays are no
-        longer their views: after construction, ``load_state_dict`` or a per-parameter step."""
-        flat = getattr(self, "_flat", None)
-        sizes = [p.size for p in self.parameters]
-        if flat is not None and flat["dtype"] == dtype and flat["sizes"] == sizes and all(
-                entry["first_moment"] is first and entry["second_moment"] is second
-                for entry, first, second in zip(self.state, *flat["moment_views"],
-                                                strict=True)):
-            return flat
-        total = sum(sizes)
-
-        def views(buffer: Any) -> list[Any]:
-            out, start = [], 0
-            for parameter, size in zip(self.parameters, sizes, strict=True):
-                out.append(buffer[start:start + size].reshape(parameter.shape))
-                start += size
-            return out
-
-        moments = tuple(xp.concatenate([entry[key].reshape(-1) for entry in self.state])
-                        .astype(dtype, copy=False) for key in ("first_moment", "second_moment"))
-        moment_views = (views(moments[0]), views(moments[1]))
-        for entry, first, second in zip(self.state, *moment_views, strict=True):
-            entry["first_moment"], entry["second_moment"] = first, second
-        values = xp.empty(total, dtype=dtype)
-        self._flat = {
-            "dtype": dtype, "sizes": sizes, "moments": moments, "moment_views": moment_views,
-            "previous": (xp.empty(total, dtype=dtype), xp.empty(total, dtype=dtype)),
-            "grads": xp.empty(total, dtype=dtype), "values": values,
-            "value_views": views(values), "scratch": xp.empty(total, dtype=dtype),
-        }
-        return self._flat
+    def clip_coefficient(self, grads: list[Any]) -> float | None:
+        """The factor max_grad_norm / (norm + 1e-6) that the update applies to ``grads``
+        when clipping is on and their global L2 norm exceeds ``max_grad_norm``; None when
+        they are used as they are. ValueError when the norm is not finite."""
+        if self.max_grad_norm <= 0.0:
+            return None
+        norm = gradient_norm_of_arrays(grads)
+        if not np.isfinite(norm):
+            raise ValueError(f"the global gradient norm is {norm}; nothing was changed")
+        return self.max_grad_norm / (norm + CLIP_EPSILON) if norm > self.max_grad_norm else None
 
     # ------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:

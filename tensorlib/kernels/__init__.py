@@ -1,0 +1,63 @@
+"""Every speed trick of tensorlib, in one place.
+
+The ops (``tensorlib.ops``), the backward engine (``tensorlib.autograd``) and the optimizers
+are written as their formulas. Where numpy can compute the same thing faster, by a fitted
+approximation, a BLAS call instead of a reduction, a sort instead of a scatter, one update
+over all parameters at once, the formula's code calls a kernel from here. Each kernel's
+docstring says what it computes, the plain formula it stands in for, how accurate it is,
+and the measurement that justified it (docs/performance.md, benchmarks/).
+
+``tensorlib.reference_mode()`` switches them all off: the engine then runs on the plain
+paths, with no kernel and no kernel cache (tests/test_reference_mode.py holds the two modes
+in agreement, tests/test_kernels.py each kernel to its formula).
+
+Two kinds of kernel:
+
+- drop-ins, which compute exactly what a one-line numpy expression computes and evaluate that
+  expression themselves in reference mode: ``row_sum``, ``row_mean``, ``column_sum``
+  (``tensorlib.kernels.reductions``);
+- fast paths for a whole formula that the caller writes out; the caller asks ``enabled()``
+  first: ``gelu_float32``, ``causal_softmax_``, ``shared_matmul`` and
+  ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``.
+
+Kernels import nothing from the rest of tensorlib but its backend, so any module may use them.
+"""
+
+from tensorlib.kernels import adamw, gelu, reductions, softmax
+from tensorlib.kernels.adamw import adamw_step
+from tensorlib.kernels.gelu import erf_float32, gelu_float32
+from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
+from tensorlib.kernels.mode import enabled, is_reference_mode, reference_mode, set_reference_mode
+from tensorlib.kernels.reductions import column_sum, constant_vector, row_mean, row_sum
+from tensorlib.kernels.references import sole_reference
+from tensorlib.kernels.scatter import rows_summed_by_id
+from tensorlib.kernels.softmax import causal_softmax_
+
+__all__ = [
+    "adamw_step", "cache_entries", "causal_softmax_", "clear_caches", "column_sum",
+    "constant_vector", "enabled", "erf_float32", "gelu_float32", "is_reference_mode",
+    "reference_mode", "row_mean", "row_sum", "rows_summed_by_id", "set_reference_mode",
+    "shared_matmul", "shared_matmul_backward", "sole_reference",
+]
+
+
+def clear_caches() -> None:
+    """Empty every kernel cache (constant vectors, causal masks, GELU's folded coefficients,
+    AdamW's flat buffers, which are rebuilt from the optimizer's state when next needed)."""
+    reductions._CONSTANT_VECTORS.clear()
+    softmax._additive_causal_mask.cache_clear()
+    softmax._unshifted_range.cache_clear()
+    gelu._gelu32_coefficients.cache_clear()
+    adamw._BUFFERS.clear()
+
+
+def cache_entries() -> dict[str, int]:
+    """How many entries each kernel cache holds (all 0 after ``clear_caches()`` and any work
+    done in reference mode)."""
+    return {
+        "constant_vectors": len(reductions._CONSTANT_VECTORS),
+        "causal_masks": softmax._additive_causal_mask.cache_info().currsize,
+        "unshifted_ranges": softmax._unshifted_range.cache_info().currsize,
+        "gelu_coefficients": gelu._gelu32_coefficients.cache_info().currsize,
+        "adamw_buffers": len(adamw._BUFFERS),
+    }

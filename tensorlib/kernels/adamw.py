@@ -1,0 +1,152 @@
+"""AdamW's update over every parameter at once, in flat buffers."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from tensorlib.backend import array_module
+
+__all__ = ["adamw_step"]
+
+# Per optimizer: the flat buffers (moments, staged moments, gradients, values, scratch) and
+# the views into them. Kept here, not on the optimizer, so reference mode never sees them.
+_BUFFERS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def adamw_step(optimizer: Any) -> bool:
+    """One AdamW step for every parameter of ``optimizer`` (a ``tensorlib.optim.AdamW``),
+    laid end to end in flat buffers. Returns False, having changed nothing, when the flat
+    case does not apply or a number is not finite; the caller then runs its own loop.
+
+    Stands in for: ``AdamW.step``'s loop over parameters (same update, same float operations
+    in the same order). The flat case: every parameter trainable with a gradient, one dtype,
+    one array type, one step count.
+    How: the moments live in two flat buffers, and ``optimizer.state[i]``'s arrays are views
+    into them, updated in place (as PyTorch does); new moments and values are staged in flat
+    buffers, checked (two sums: a non-finite gradient or value makes the new values non-finite,
+    an overflowing square the second moment), then committed.
+    Accuracy: bit-identical to the loop (tests/test_kernels.py).
+    Why: a few dozen array passes in all instead of a few dozen per parameter (54 parameters
+    in the benchmark decoder); docs/performance.md, item 5 of "What changed";
+    benchmarks/run.py cases (a)-(c).
+    """
+    step = _common_step(optimizer)
+    if step is None:
+        return False
+    parameters = optimizer.parameters
+    reference = parameters[0].data
+    xp, dtype = array_module(reference), reference.dtype.type
+    try:
+        coefficient = optimizer.clip_coefficient([p.grad for p in parameters])
+    except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
+        return False
+    flat = _flat_buffers(optimizer, xp, reference.dtype)
+    xp.concatenate([p.grad.reshape(-1) for p in parameters], out=flat["grads"])
+    xp.concatenate([p.data.reshape(-1) for p in parameters], out=flat["values"])
+    if coefficient is not None:
+        flat["grads"] *= dtype(coefficient)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        _staged_update(optimizer, flat, step, xp, dtype)
+        # A sum that merely overflows is a false alarm: it only costs the caller's loop.
+        if not (_finite_sum(flat["previous"][1]) and _finite_sum(flat["values"])):
+            return False
+    _commit(optimizer, flat, step)
+    return True
+
+
+def _common_step(optimizer: Any) -> int | None:
+    """The next step number when the flat case applies, else None."""
+    parameters, state = optimizer.parameters, optimizer.state
+    reference = parameters[0].data
+    if reference.dtype.kind != "f":
+        return None
+    step = state[0]["step"] + 1
+    for parameter, entry in zip(parameters, state, strict=True):
+        grad, data = parameter.grad, parameter.data
+        if (not parameter.requires_grad or grad is None or type(grad) is not type(data)
+                or grad.shape != data.shape or grad.dtype != reference.dtype
+                or data.dtype != reference.dtype or type(data) is not type(reference)
+                or entry["step"] != step - 1):
+            return None
+    return step
+
+
+def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
+                   dtype: Any) -> None:
+    """The new moments into ``flat["previous"]`` and the new values into ``flat["values"]``
+    (the gradient buffer is used up as scratch)."""
+    moments, grads, values, scratch = flat["moments"], flat["grads"], flat["values"], \
+        flat["scratch"]
+    beta1, beta2 = optimizer.betas
+    first, second = flat["previous"]
+    xp.multiply(moments[0], dtype(beta1), out=first)
+    xp.multiply(grads, dtype(1.0 - beta1), out=scratch)
+    first += scratch  # m = beta1·m + (1 - beta1)·g
+    xp.multiply(grads, grads, out=scratch)
+    scratch *= dtype(1.0 - beta2)
+    xp.multiply(moments[1], dtype(beta2), out=second)
+    second += scratch  # v = beta2·v + (1 - beta2)·g²
+    decay, epsilon, correction = optimizer.update_scalars(step)
+    denominator = grads  # the gradients are no longer needed
+    xp.sqrt(second, out=denominator)
+    denominator += dtype(epsilon)
+    xp.divide(first, denominator, out=scratch)
+    scratch *= dtype(correction)
+    scratch *= dtype(optimizer.lr)
+    values *= dtype(decay)
+    values -= scratch  # p·(1 - lr·wd) - (m / d)·correction·lr
+
+
+def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:
+    moments = flat["moments"]
+    moments[0][...] = flat["previous"][0]
+    moments[1][...] = flat["previous"][1]
+    for parameter, entry, new_value in zip(optimizer.parameters, optimizer.state,
+                                           flat["value_views"], strict=True):
+        parameter.data[...] = new_value  # shapes and dtypes were checked
+        parameter._bump_version()  # what copy_ would do, without re-checking
+        entry["step"] = step
+
+
+def _finite_sum(array: Any) -> bool:
+    """True when the sum of ``array`` is finite: no inf or nan inside (and no overflow)."""
+    return bool(array_module(array).isfinite(array.sum()))
+
+
+def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
+    """The optimizer's flat buffers, rebuilt (from its state) when the state's moment arrays
+    are no longer their views: after construction, ``load_state_dict`` or a step of the
+    loop."""
+    flat = _BUFFERS.get(optimizer)
+    sizes = [p.size for p in optimizer.parameters]
+    if flat is not None and flat["dtype"] == dtype and flat["sizes"] == sizes and all(
+            entry["first_moment"] is first and entry["second_moment"] is second
+            for entry, first, second in zip(optimizer.state, *flat["moment_views"],
+                                            strict=True)):
+        return flat
+    total = sum(sizes)
+
+    def views(buffer: Any) -> list[Any]:
+        out, start = [], 0
+        for parameter, size in zip(optimizer.parameters, sizes, strict=True):
+            out.append(buffer[start:start + size].reshape(parameter.shape))
+            start += size
+        return out
+
+    moments = tuple(xp.concatenate([entry[key].reshape(-1) for entry in optimizer.state])
+                    .astype(dtype, copy=False) for key in ("first_moment", "second_moment"))
+    moment_views = (views(moments[0]), views(moments[1]))
+    for entry, first, second in zip(optimizer.state, *moment_views, strict=True):
+        entry["first_moment"], entry["second_moment"] = first, second
+    values = xp.empty(total, dtype=dtype)
+    flat = {
+        "dtype": dtype, "sizes": sizes, "moments": moments, "moment_views": moment_views,
+        "previous": (xp.empty(total, dtype=dtype), xp.empty(total, dtype=dtype)),
+        "grads": xp.empty(total, dtype=dtype), "values": values,
+        "value_views": views(values), "scratch": xp.empty(total, dtype=dtype),
+    }
+    _BUFFERS[optimizer] = flat
+    return flat

@@ -1,0 +1,35 @@
+"""Embedding's backward: rows summed by id with a sort and one ``reduceat``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tensorlib.backend import array_module
+
+__all__ = ["rows_summed_by_id"]
+
+
+def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
+    """A new ``(count, C)`` array whose row ``v`` is the sum of the ``rows (N, C)`` whose
+    ``ids (N,)`` equal ``v`` (zero for ids that do not occur).
+
+    Stands in for: ``full = zeros((count, C)); numpy.add.at(full, ids, rows)``.
+    How: a stable sort makes equal ids neighbours; one ``numpy.add.reduceat`` sums each run
+    of rows (on a GPU, and for no ids, ``add.at`` itself).
+    Accuracy: the same sums, added in another order by ``reduceat``: a few ulps.
+    Why: ``add.at`` scatters element by element; for 768 ids into a (28, 128) table it took
+    822 µs against 165 µs (one thread, float32; docs/performance.md, item 6 of "What
+    changed"; benchmarks/run.py cases (a)-(c)).
+    """
+    xp = array_module(rows)
+    full = xp.zeros((count, rows.shape[-1]), dtype=rows.dtype)
+    if xp is not np or ids.size == 0:
+        xp.add.at(full, ids, rows)
+        return full
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+    full[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return full

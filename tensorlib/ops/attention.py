@@ -1,0 +1,66 @@
+"""The core of causal self-attention, from fused Q/K/V projections to merged heads: one node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorlib.autograd import Context, Function
+from tensorlib.backend import array_module
+from tensorlib.kernels import row_sum
+from tensorlib.ops.softmax import softmax
+
+
+def _heads(qkv: Any, heads: int) -> tuple[Any, Any, Any]:
+    """The query, key and value views ``(B, H, T, D)`` of ``qkv (B, T, 3C)``."""
+    batch, length, triple = qkv.shape
+    split = qkv.reshape(batch, length, 3, heads, triple // 3 // heads)  # (B, T, 3, H, D)
+    query, key, value = (split[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    return query, key, value
+
+
+class CausalAttention(Function):
+    """O = P V with P = softmax(scale · q kᵀ), causally masked, heads merged into (B, T, C).
+
+    ``qkv (B, T, 3C)`` holds the query, key and value projections side by side, each split
+    into ``heads`` blocks of width D = C / heads. Backward, with dO split into heads the
+    same way::
+
+        dv = Pᵀ dO,   dP = dO vᵀ,   dS = scale · P ⊙ (dP - Σ_j dP ⊙ P),
+        dq = dS k,    dk = dSᵀ q
+
+    written straight into the (B, T, 3, H, D) gradient of ``qkv`` through views.
+    """
+
+    op_name = "causal_attention"
+
+    @staticmethod
+    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
+        batch, length, triple = qkv.shape
+        query, key, value = _heads(qkv, heads)
+        scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
+        scores *= scores.dtype.type(scale)
+        probabilities = softmax(scores, causal=True)  # overwrites scores
+        context = probabilities @ value  # (B, H, T, D)
+        ctx.save_for_backward(qkv, probabilities)
+        ctx.heads, ctx.scale = heads, scale
+        return context.transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)  # (B, T, C)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        qkv, probabilities = ctx.saved_tensors
+        xp = array_module(qkv)
+        batch, length, triple = qkv.shape
+        heads, width = ctx.heads, triple // 3 // ctx.heads
+        query, key, value = _heads(qkv, heads)
+        grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # dO
+        grad_qkv = xp.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
+        grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
+                                            for i in range(3))
+        xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
+        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
+        grad_scores -= row_sum(grad_scores * probabilities)
+        grad_scores *= probabilities
+        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
+        xp.matmul(grad_scores, key, out=grad_query)  # dq
+        xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
+        return grad_qkv.reshape(batch, length, triple)

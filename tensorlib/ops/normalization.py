@@ -1,0 +1,66 @@
+"""Layer normalization over the last axis: one node, with hand-derived backward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorlib.autograd import Context, Function
+from tensorlib.backend import array_module
+from tensorlib.kernels import column_sum, row_mean
+
+
+class LayerNorm(Function):
+    """y = x̂ · weight + bias with x̂ = (x - mean) / sqrt(var + eps) over the last axis.
+
+    With r = 1/sqrt(var + eps) and g = dy ⊙ weight (dy without a weight), the backward is
+    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ_rows dy ⊙ x̂, dbias = Σ_rows dy.
+    ``affine`` holds the weight and the bias that are present, in that order.
+    """
+
+    op_name = "layer_norm"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
+                has_bias: bool) -> Any:
+        xp = array_module(x)
+        weight = affine[0] if has_weight else None
+        bias = affine[-1] if has_bias else None
+        # Centred on each row's first entry before its mean is taken: a constant row then
+        # becomes exactly 0 (its output exactly ``bias``) at any magnitude.
+        normalized = x - x[..., :1]
+        normalized -= row_mean(normalized)
+        variance = row_mean(xp.square(normalized))  # biased, as PyTorch
+        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
+        normalized *= inverse_std  # x̂
+        out = normalized if weight is None else normalized * weight
+        if bias is not None:
+            out = out + bias if out is normalized else xp.add(out, bias, out=out)
+        ctx.save_for_backward(normalized, inverse_std, weight)
+        ctx.has_weight, ctx.has_bias = has_weight, has_bias
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        normalized, inverse_std, weight = ctx.saved_tensors
+        width = normalized.shape[-1]
+        wanted = ctx.needs_input_grad
+        projected = grad * normalized  # dy ⊙ x̂
+        grads: list[Any] = [None]
+        if ctx.has_weight:
+            grads.append(column_sum(projected.reshape(-1, width)) if wanted[1] else None)
+        if ctx.has_bias:
+            grads.append(column_sum(grad.reshape(-1, width)) if wanted[-1] else None)
+        if wanted[0]:
+            xp = array_module(grad)
+            mean_g = row_mean(grad, weight)  # mean(dy ⊙ w) = mean(g)
+            mean_g_normalized = row_mean(projected, weight)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
+            correction = xp.multiply(normalized, mean_g_normalized, out=projected)
+            correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
+            if weight is None:
+                dx = grad - correction
+            else:
+                dx = grad * weight  # g
+                dx -= correction
+            dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+            grads[0] = dx
+        return tuple(grads)

@@ -1,0 +1,281 @@
+"""Each kernel in tensorlib.kernels equals the plain formula it stands in for, to the accuracy
+its docstring states; and reference mode switches every one of them off."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+import tensorlib as tl
+from tensorlib import kernels, ops
+from tensorlib.nn import Linear, Rng
+from tensorlib.nn import functional as F
+from tensorlib.ops.elementwise import exact_gelu
+from tensorlib.ops.softmax import softmax
+from tensorlib.optim import AdamW
+
+
+def normal(*shape, seed=0, dtype=np.float32, scale=1.0):
+    return (np.random.default_rng(seed).normal(size=shape) * scale).astype(dtype)
+
+
+# --------------------------------------------------------------------------------- the switch
+def test_reference_mode_is_a_context_manager_and_a_global_switch():
+    assert not tl.is_reference_mode() and kernels.enabled()
+    with tl.reference_mode() as mode:
+        assert tl.is_reference_mode() and not kernels.enabled()
+        assert repr(mode) == "reference_mode(True)"
+        with tl.reference_mode(False):
+            assert kernels.enabled()
+        assert not kernels.enabled()  # the inner block restored what it found
+    assert kernels.enabled()
+    try:
+        tl.reference_mode(True)  # a plain call switches the mode for the process
+        assert tl.is_reference_mode()
+        assert tl.set_reference_mode(False) is True  # returns the previous mode
+        assert not tl.is_reference_mode()
+    finally:
+        tl.set_reference_mode(False)
+
+
+def test_reference_mode_is_restored_after_an_error_and_takes_only_booleans():
+    with pytest.raises(ZeroDivisionError), tl.reference_mode():
+        _ = 1 / 0
+    assert kernels.enabled()
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="True or False"):
+            tl.set_reference_mode(bad)
+    assert kernels.enabled()
+
+
+# --------------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize("shape", [(5, 7), (2, 3, 4, 6), (1, 1), (0, 3)])
+def test_row_and_column_sums_equal_numpy_reductions(shape):
+    a = normal(*shape)
+    weight = normal(shape[-1], seed=1)
+    for dtype, rtol in ((np.float32, 2e-6), (np.float64, 1e-13)):
+        x, w = a.astype(dtype), weight.astype(dtype)
+        plain = {"sum": x.sum(-1, keepdims=True), "mean": x.mean(-1, keepdims=True),
+                 "weighted": (x * w).mean(-1, keepdims=True),
+                 "columns": x.reshape(-1, shape[-1]).sum(0)}
+        fast = {"sum": kernels.row_sum(x), "mean": kernels.row_mean(x),
+                "weighted": kernels.row_mean(x, w),
+                "columns": kernels.column_sum(x.reshape(-1, shape[-1]))}
+        with tl.reference_mode():
+            slow = {"sum": kernels.row_sum(x), "mean": kernels.row_mean(x),
+                    "weighted": kernels.row_mean(x, w),
+                    "columns": kernels.column_sum(x.reshape(-1, shape[-1]))}
+        for name, expected in plain.items():
+            assert fast[name].shape == expected.shape and fast[name].dtype == dtype
+            np.testing.assert_allclose(fast[name], expected, rtol=rtol, atol=rtol * 10)
+            np.testing.assert_array_equal(slow[name], expected)  # reference mode: numpy's
+
+
+def test_constant_vectors_are_cached_read_only_views():
+    constant_vector = kernels.constant_vector
+    short = constant_vector(np, 4, 0.25, np.float32)
+    longer = constant_vector(np, 10, 0.25, np.float32)  # grows the cached array
+    again = constant_vector(np, 3, 0.25, np.float32)
+    assert short.dtype == np.float32 and short.shape == (4,)
+    np.testing.assert_array_equal(longer, np.full(10, 0.25, np.float32))
+    assert again.base is longer.base  # one array per (module, value, dtype)
+    assert constant_vector(np, 3, 0.25, np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="read-only"):
+        again[0] = 1.0
+
+
+# --------------------------------------------------------------------------------- gelu, erf
+def test_gelu_float32_equals_the_exact_gelu_and_slope():
+    x = np.linspace(-10.0, 10.0, 200_001).astype(np.float32)
+    value, slope = kernels.gelu_float32(x, with_slope=True)
+    exact_value, exact_slope = exact_gelu(x.astype(np.float64), with_slope=True)
+    assert value.dtype == slope.dtype == np.float32
+    ulp = np.spacing(np.abs(x)).astype(np.float64)
+    assert (np.abs(value - exact_value) / ulp).max() <= 4.0  # within 4 ulps of |x|
+    assert np.abs(slope - exact_slope).max() < 2.3e-7 + 1e-9
+    no_slope = kernels.gelu_float32(x, with_slope=False)
+    assert no_slope[1] is None
+    np.testing.assert_array_equal(no_slope[0], value)
+
+
+def test_gelu_float32_keeps_shapes_and_handles_inf_nan_and_empty_input():
+    x = normal(3, 70_000, seed=2)  # more than one 64K block, not a multiple of it
+    value, slope = kernels.gelu_float32(x, with_slope=True)
+    assert value.shape == slope.shape == x.shape
+    value, slope = kernels.gelu_float32(np.array([np.inf, -np.inf, np.nan], np.float32), True)
+    assert value[0] == np.inf and np.isnan(value[1:]).all() and np.isnan(slope).all()
+    value, slope = kernels.gelu_float32(np.zeros((0, 4), np.float32), True)
+    assert value.shape == slope.shape == (0, 4)
+
+
+def test_erf_float32_is_within_four_ulps_of_scipy():
+    x = np.linspace(-6.0, 6.0, 100_001).astype(np.float32)
+    exact = special.erf(x.astype(np.float64))
+    error = np.abs(kernels.erf_float32(x) - exact)
+    assert error.max() < 1.7e-7 + 1e-9
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert (error / np.maximum(ulp, 1e-45)).max() <= 4.0
+
+
+def test_reference_mode_gelu_is_the_exact_formula_in_float32():
+    x = tl.Tensor(normal(4, 9, seed=3), requires_grad=True)
+    with tl.reference_mode():
+        y = x.gelu()
+        y.backward(np.ones(x.shape, np.float32))
+    value, slope = exact_gelu(x.data, with_slope=True)
+    np.testing.assert_array_equal(y.data, value)
+    np.testing.assert_array_equal(x.grad, slope)
+    cdf = 0.5 * (1 + special.erf(x.data.astype(np.float64) / math.sqrt(2)))
+    np.testing.assert_allclose(y.data, x.data * cdf, rtol=1e-6, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------- softmax
+@pytest.mark.parametrize("offset, queries", [(0, 6), (0, 1), (3, 4), (5, 1)])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-6), (np.float64, 1e-14)])
+def test_causal_softmax_kernel_equals_the_masked_softmax(offset, queries, dtype, rtol):
+    scores = normal(2, 3, queries, offset + queries, seed=4, dtype=dtype, scale=3.0)
+    forbidden = np.triu(np.ones(scores.shape[-2:], bool), k=offset + 1)
+    masked = np.where(forbidden, -np.inf, scores)
+    expected = np.exp(masked - masked.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    fast = kernels.causal_softmax_(scores.copy(), offset)
+    with tl.reference_mode():
+        plain = softmax(scores.copy(), causal=True, offset=offset)
+    np.testing.assert_allclose(fast, expected, rtol=rtol, atol=1e-300)
+    np.testing.assert_array_equal(plain, expected)
+    assert (fast[..., forbidden] == 0).all()
+
+
+def test_causal_softmax_kernel_shifts_only_the_rows_that_need_it():
+    scores = normal(1, 1, 4, 4, seed=5, dtype=np.float64)
+    scores[0, 0, 3] = [1e4, -1e4, 3e3, 2e4]  # one row far beyond the no-shift range
+    out = kernels.causal_softmax_(scores.copy())
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out[0, 0, 3], [0.0, 0.0, 0.0, 1.0])
+    clean = kernels.causal_softmax_(normal(1, 1, 4, 4, seed=5, dtype=np.float64))
+    np.testing.assert_array_equal(out[0, 0, :3], clean[0, 0, :3])  # other rows: same bits
+
+
+# --------------------------------------------------------------------------------- matmul
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+def test_shared_matmul_equals_the_batched_product(dtype, rtol):
+    a, b = normal(3, 5, 4, seed=6, dtype=dtype), normal(4, 7, seed=7, dtype=dtype)
+    grad = normal(3, 5, 7, seed=8, dtype=dtype)
+    np.testing.assert_allclose(kernels.shared_matmul(a, b), np.matmul(a, b), rtol=rtol)
+    grad_a, grad_b = kernels.shared_matmul_backward(a, b, grad, (True, True))
+    np.testing.assert_allclose(grad_a, grad @ b.T, rtol=rtol)
+    np.testing.assert_allclose(grad_b, (np.swapaxes(a, -1, -2) @ grad).sum(0), rtol=rtol)
+    assert kernels.shared_matmul_backward(a, b, grad, (False, True))[0] is None
+
+
+# --------------------------------------------------------------------------------- embedding
+@pytest.mark.parametrize("ids", [[3, 0, 3, 3, 1, 0], [2], [], [4, 4, 4]])
+def test_rows_summed_by_id_equals_add_at(ids):
+    ids = np.array(ids, dtype=np.int64)
+    rows = normal(len(ids), 5, seed=9)
+    expected = np.zeros((6, 5), np.float32)
+    np.add.at(expected, ids, rows)
+    summed = kernels.rows_summed_by_id(ids, rows, 6)
+    assert summed.shape == (6, 5) and summed.dtype == np.float32
+    np.testing.assert_allclose(summed, expected, rtol=1e-6, atol=1e-6)
+    assert (summed[np.setdiff1d(np.arange(6), ids)] == 0).all()
+
+
+# --------------------------------------------------------------------------------- adamw
+def _trained(clip, reference_step, steps=3):
+    layers = [Linear(4, 6, rng=Rng(0)), Linear(6, 2, rng=Rng(1))]
+    parameters = [p for layer in layers for p in layer.parameters()]
+    optimizer = AdamW(parameters, lr=0.05, max_grad_norm=clip)
+    data = np.random.default_rng(7).normal(size=(steps, 5, 4)).astype(np.float32)
+    for batch in data:
+        optimizer.zero_grad()
+        out = layers[1](layers[0](tl.Tensor(batch)).tanh())
+        (out * out).mean().backward()
+        with tl.reference_mode(reference_step):
+            optimizer.step()
+    return optimizer, parameters
+
+
+@pytest.mark.parametrize("clip", [0.0, 0.05])
+def test_adamw_kernel_is_bit_identical_to_the_loop(clip):
+    fast, fast_parameters = _trained(clip, reference_step=False)
+    loop, loop_parameters = _trained(clip, reference_step=True)
+    for p, q in zip(fast_parameters, loop_parameters, strict=True):
+        np.testing.assert_array_equal(p.data, q.data)
+    for e, f in zip(fast.state, loop.state, strict=True):
+        assert e["step"] == f["step"] == 3
+        np.testing.assert_array_equal(e["first_moment"], f["first_moment"])
+        np.testing.assert_array_equal(e["second_moment"], f["second_moment"])
+
+
+def test_adamw_kernel_declines_what_it_does_not_cover_and_changes_nothing():
+    optimizer, parameters = _trained(0.0, reference_step=False, steps=1)
+    parameters[1].grad = None  # one parameter without a gradient: not the flat case
+    before = [p.data.copy() for p in parameters]
+    assert kernels.adamw_step(optimizer) is False
+    parameters[1].grad = np.zeros(parameters[1].shape, np.float32)
+    parameters[0].grad = parameters[0].grad * np.nan  # a non-finite gradient
+    assert kernels.adamw_step(optimizer) is False
+    for p, data in zip(parameters, before, strict=True):
+        np.testing.assert_array_equal(p.data, data)
+
+
+# --------------------------------------------------------------------------------- engine
+def test_sole_reference_sees_other_references():
+    def held_by_one_name():
+        array = np.ones(3)
+        return kernels.sole_reference(array)
+
+    assert held_by_one_name() is True
+    shared = np.ones(3)
+    others = [shared]
+    assert kernels.sole_reference(shared) is False and others
+    assert kernels.sole_reference(np.ones(4)[1:]) is False  # a view does not own its memory
+
+
+def test_a_fresh_leaf_gradient_is_kept_without_a_copy_only_outside_reference_mode():
+    made = []
+    original = ops.Linear.backward
+
+    def recording(ctx, grad):
+        grads = original(ctx, grad)
+        made.append(id(grads[1]))  # not the array: a reference would make it shared
+        return grads
+
+    weight = tl.Tensor(normal(3, 4, dtype=np.float64), requires_grad=True)
+    x = tl.Tensor(normal(5, 4, seed=1, dtype=np.float64))
+    ops.Linear.backward = staticmethod(recording)
+    try:
+        F.linear(x, weight).sum().backward()
+        kept = id(weight.grad) == made[-1]
+        weight.grad = None
+        made.clear()
+        with tl.reference_mode():
+            F.linear(x, weight).sum().backward()
+        copied = id(weight.grad) != made[-1]
+    finally:
+        ops.Linear.backward = staticmethod(original)
+    assert kept and copied
+
+
+# --------------------------------------------------------------------------------- caches
+def test_reference_mode_fills_no_kernel_cache():
+    from tensorlib.nn import Decoder, DecoderConfig
+
+    config = DecoderConfig(vocabulary_size=11, context_length=8, channels=16, heads=2, layers=2)
+    model = Decoder(config, rng=Rng(0))
+    optimizer = AdamW(model, lr=1e-2)
+    ids = Rng(1).integers(0, 11, size=(3, 9))
+    kernels.clear_caches()
+    with tl.reference_mode():
+        model.loss(ids[:, :-1], ids[:, 1:]).backward()
+        optimizer.step()
+        model.generate(ids[:, :2], 3, rng=Rng(2))
+    assert set(kernels.cache_entries().values()) == {0}
+    optimizer.zero_grad()
+    model.loss(ids[:, :-1], ids[:, 1:]).backward()
+    optimizer.step()
+    assert all(kernels.cache_entries()[name] > 0 for name in
+               ("constant_vectors", "causal_masks", "unshifted_ranges", "gelu_coefficients",
+                "adamw_buffers"))

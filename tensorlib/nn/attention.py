@@ -7,14 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import (
     Dropout,
     Linear,
-    check_float_dtype,
     check_input,
-    check_positive_int,
     resolve_rng,
 )
 from tensorlib.nn.module import Module, Parameter
@@ -33,7 +32,7 @@ class KVCache:
     """
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = check_positive_int(capacity, "KVCache capacity")
+        self.capacity = validation.positive_integer(capacity, "KVCache capacity")
         self.length = 0
         self.keys: Any = None  # (B, H, capacity, D) once allocated
         self.values: Any = None
@@ -89,14 +88,14 @@ class MultiheadAttention(Module):
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, rng: Rng | None = None,
                  dtype: Any = np.float32):
         super().__init__()
-        self.channels = check_positive_int(channels, "channels")
-        self.heads = check_positive_int(heads, "heads")
+        self.channels = validation.positive_integer(channels, "channels")
+        self.heads = validation.positive_integer(heads, "heads")
         if self.channels % self.heads:
             raise ValueError(f"channels ({self.channels}) must be divisible by heads "
                              f"({self.heads})")
         self.head_width = self.channels // self.heads
         F.check_probability(dropout)
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)
         bound = math.sqrt(3.0 / self.channels)
         shape = (3, self.channels, self.channels)

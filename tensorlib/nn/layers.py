@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.init import POLICIES, initialize
 from tensorlib.nn.module import Module, ModuleList, Parameter
@@ -39,30 +40,11 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------- helpers
-def check_positive_int(value: Any, what: str) -> int:
-    """Return ``value`` as an int if it is a positive integer, else raise naming ``what``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value}")
-    return int(value)
-
-
 def check_policy(policy: Any, what: str) -> str:
     """Reject an unknown init policy before anything is drawn from the RNG."""
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"{what} must be one of {', '.join(POLICIES)}; got {policy!r}")
     return policy
-
-
-def check_float_dtype(dtype: Any) -> np.dtype:
-    try:
-        result = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}") from None
-    if result.kind != "f":
-        raise TypeError(f"dtype must be a floating-point dtype, got {result}")
-    return result
 
 
 resolve_rng = F.resolve_rng
@@ -96,11 +78,11 @@ class Linear(Module):
                  weight_init: str = "xavier_uniform", bias_init: str = "zero",
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.in_features = check_positive_int(in_features, "in_features")
-        self.out_features = check_positive_int(out_features, "out_features")
+        self.in_features = validation.positive_integer(in_features, "in_features")
+        self.out_features = validation.positive_integer(out_features, "out_features")
         check_policy(weight_init, "weight_init")
         check_policy(bias_init, "bias_init")
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)
         self.weight = Parameter(initialize(weight_init, (self.out_features, self.in_features),
                                            generator, dtype))
@@ -152,10 +134,10 @@ class Embedding(Module):
                  weight_init: str = "xavier_uniform", rng: Rng | None = None,
                  dtype: Any = np.float32):
         super().__init__()
-        self.vocabulary_size = check_positive_int(vocabulary_size, "vocabulary_size")
-        self.embedding_width = check_positive_int(embedding_width, "embedding_width")
+        self.vocabulary_size = validation.positive_integer(vocabulary_size, "vocabulary_size")
+        self.embedding_width = validation.positive_integer(embedding_width, "embedding_width")
         check_policy(weight_init, "weight_init")
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         self.weight = Parameter(initialize(weight_init,
                                            (self.vocabulary_size, self.embedding_width),
                                            resolve_rng(rng), dtype))
@@ -179,8 +161,8 @@ class PositionalEmbedding(Module):
                  weight_init: str = "xavier_uniform", rng: Rng | None = None,
                  dtype: Any = np.float32):
         super().__init__()
-        self.context_length = check_positive_int(context_length, "context_length")
-        self.embedding_width = check_positive_int(embedding_width, "embedding_width")
+        self.context_length = validation.positive_integer(context_length, "context_length")
+        self.embedding_width = validation.positive_integer(embedding_width, "embedding_width")
         self.table = Embedding(self.context_length, self.embedding_width, weight_init,
                                rng=rng, dtype=dtype)
 
@@ -209,11 +191,11 @@ class LayerNorm(Module):
     def __init__(self, normalized_width: int, eps: float = 1e-5, affine: bool = True,
                  dtype: Any = np.float32):
         super().__init__()
-        self.normalized_width = check_positive_int(normalized_width, "normalized_width")
+        self.normalized_width = validation.positive_integer(normalized_width, "normalized_width")
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < np.inf:
             raise ValueError(f"LayerNorm eps must be a finite number > 0, got {eps!r}")
         self.eps = float(eps)
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         if affine:
             self.weight = Parameter(initialize("one", (self.normalized_width,), dtype=dtype))
             self.bias = Parameter(initialize("zero", (self.normalized_width,), dtype=dtype))
@@ -328,12 +310,12 @@ class MLP(Module):
                  bias: bool = True, weight_init: str = "xavier_uniform",
                  bias_init: str = "zero", rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.input_features = check_positive_int(input_features, "input_features")
-        self.output_features = check_positive_int(output_features, "output_features")
+        self.input_features = validation.positive_integer(input_features, "input_features")
+        self.output_features = validation.positive_integer(output_features, "output_features")
         if isinstance(hidden_sizes, (str, bytes)) or not isinstance(hidden_sizes, Sequence):
             raise TypeError(f"hidden_sizes must be a sequence of positive integers, "
                             f"got {hidden_sizes!r}")
-        hidden = [check_positive_int(size, f"hidden_sizes[{i}]")
+        hidden = [validation.positive_integer(size, f"hidden_sizes[{i}]")
                   for i, size in enumerate(hidden_sizes)]
         if isinstance(activations, (str, bytes)) or not isinstance(activations, Sequence):
             raise TypeError(f"activations must be a sequence of {len(hidden) + 1} entries, "

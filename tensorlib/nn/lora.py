@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.autograd import no_grad
-from tensorlib.nn.layers import Linear, check_float_dtype, check_positive_int, resolve_rng
+from tensorlib.nn.layers import Linear, resolve_rng
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.nn.quant import NF4Linear
 from tensorlib.nn.rng import Rng
@@ -68,12 +69,12 @@ class LowRankAdapter(Module):
     def __init__(self, in_features: int, out_features: int, rank: int, alpha: float,
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.in_features = check_positive_int(in_features, "in_features")
-        self.out_features = check_positive_int(out_features, "out_features")
-        self.rank = check_positive_int(rank, "rank")
+        self.in_features = validation.positive_integer(in_features, "in_features")
+        self.out_features = validation.positive_integer(out_features, "out_features")
+        self.rank = validation.positive_integer(rank, "rank")
         self.alpha = check_alpha(alpha)
         self.scale = self.alpha / self.rank
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         bound = 1.0 / math.sqrt(self.in_features)
         generator = resolve_rng(rng)
         self.A = Parameter(generator.uniform(-bound, bound, size=(self.rank, self.in_features),
@@ -234,7 +235,7 @@ def attach_lora(model: Module, patterns: str | Iterable[str], rank: int, alpha: 
     ValueError and nothing changes.
     """
     layers = find_linear_layers(model, patterns)
-    rank = check_positive_int(rank, "rank")
+    rank = validation.positive_integer(rank, "rank")
     check_alpha(alpha)
     taken = [name or "(root)" for name, layer in layers if isinstance(layer, LoRALinear)]
     if taken:

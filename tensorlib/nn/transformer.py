@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
@@ -18,9 +19,7 @@ from tensorlib.nn.layers import (
     LayerNorm,
     Linear,
     PositionalEmbedding,
-    check_float_dtype,
     check_input,
-    check_positive_int,
     resolve_rng,
 )
 from tensorlib.nn.modes import evaluation_mode
@@ -49,12 +48,12 @@ class DecoderBlock(Module):
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.channels = check_positive_int(channels, "channels")
-        check_positive_int(heads, "heads")
+        self.channels = validation.positive_integer(channels, "channels")
+        validation.positive_integer(heads, "heads")
         if self.channels % heads:
             raise ValueError(f"channels ({self.channels}) must be divisible by heads ({heads})")
         F.check_probability(dropout)
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
         hidden = 4 * self.channels
         self.attention_norm = LayerNorm(self.channels, eps, dtype=dtype)
@@ -100,7 +99,7 @@ class DecoderConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocabulary_size", "context_length", "channels", "heads", "layers"):
-            check_positive_int(getattr(self, name), f"DecoderConfig.{name}")
+            validation.positive_integer(getattr(self, name), f"DecoderConfig.{name}")
         if self.channels % self.heads:
             raise ValueError(f"DecoderConfig: channels ({self.channels}) must be divisible by "
                              f"heads ({self.heads})")
@@ -124,7 +123,7 @@ class Decoder(Module):
         super().__init__()
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"Decoder needs a DecoderConfig, got {type(config).__name__}")
-        dtype = check_float_dtype(dtype)
+        dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)
         self.config = config
         c = config

@@ -47,7 +47,8 @@ def test_names_shapes_and_init():
     assert [(n, p.shape) for n, p in layer.named_parameters()] == [
         ("qkv_weight", (3, 8, 8)), ("qkv_bias", (3, 8)),
         ("output.weight", (8, 8)), ("output.bias", (8,))]
-    assert [n for n, _ in layer.named_children()] == ["output", "output_dropout"]
+    assert [n for n, _ in layer.named_children()] == ["output", "output_dropout",
+                                                      "probabilities"]
     assert isinstance(layer.output, Linear) and isinstance(layer.output_dropout, Dropout)
     bound = math.sqrt(3 / 8)
     assert np.all(np.abs(layer.qkv_weight.data) <= bound)

@@ -7,8 +7,8 @@ import tensorlib as tl
 from tensorlib.nn import (
     ActivationCapture,
     Decoder,
-    DecoderBlock,
     DecoderConfig,
+    HookPoint,
     Linear,
     Module,
     Rng,
@@ -19,8 +19,8 @@ from helpers import perturb_constants
 
 CONFIG = DecoderConfig(vocabulary_size=9, context_length=6, channels=8, heads=2, layers=2)
 NAMES = ["embedding",
-         "blocks.0.attention", "blocks.0.residual_attention", "blocks.0.residual_mlp",
-         "blocks.1.attention", "blocks.1.residual_attention", "blocks.1.residual_mlp"]
+         "blocks.0.attention.probabilities", "blocks.0.residual_attention", "blocks.0.residual_mlp",
+         "blocks.1.attention.probabilities", "blocks.1.residual_attention", "blocks.1.residual_mlp"]
 
 
 def make_decoder(seed=0, dtype=np.float64):
@@ -28,7 +28,9 @@ def make_decoder(seed=0, dtype=np.float64):
 
 
 def recorders(model):
-    return [m.recorder for m in model.modules() if isinstance(m, (Decoder, DecoderBlock))]
+    """Whether each HookPoint of ``model`` has a hook on it now, or None where none has."""
+    return [True if point.observed else None for point in model.modules()
+            if isinstance(point, HookPoint)]
 
 
 IDS = np.array([[1, 2, 3, 4, 5], [8, 7, 6, 5, 4]])
@@ -41,7 +43,7 @@ def test_names_and_shapes():
     assert isinstance(capture, ActivationCapture) and len(capture) == 1
     assert capture.names == NAMES and list(capture.passes[0]) == NAMES
     for name in NAMES:
-        expected = (2, 2, 5, 5) if name.endswith(".attention") else (2, 5, 8)
+        expected = (2, 2, 5, 5) if name.endswith(".probabilities") else (2, 5, 8)
         assert capture[name].shape == expected, name
         assert type(capture[name]) is np.ndarray and capture[name].dtype == np.float64
     # the last residual is what the head reads
@@ -54,7 +56,7 @@ def test_attention_rows_are_causal_distributions():
     with capture_activations(model) as capture:
         model(IDS)
     for block in (0, 1):
-        p = capture[f"blocks.{block}.attention"]  # (B, H, T, T)
+        p = capture[f"blocks.{block}.attention.probabilities"]  # (B, H, T, T)
         np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-12)
         assert np.all(p[..., np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]] == 0.0)
         assert np.all(p[..., np.tril_indices(5)[0], np.tril_indices(5)[1]] > 0.0)
@@ -68,8 +70,8 @@ def test_captured_values_equal_a_manual_recomputation():
     np.testing.assert_array_equal(capture["embedding"], x.data)
     for index, block in enumerate(model.blocks):
         attended, probabilities = block.attention(block.attention_norm(x), return_attention=True)
-        np.testing.assert_allclose(capture[f"blocks.{index}.attention"], probabilities.data,
-                                   rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(capture[f"blocks.{index}.attention.probabilities"],
+                                   probabilities.data, rtol=1e-13, atol=1e-15)
         middle = x + attended
         np.testing.assert_allclose(capture[f"blocks.{index}.residual_attention"], middle.data,
                                    rtol=1e-13, atol=1e-13)
@@ -143,14 +145,14 @@ def test_capture_during_cached_generation_records_each_step():
     with capture_activations(model) as capture:
         ids = model.generate(prompt, 4, rng=Rng(0))  # prefill (2 positions), then 3 steps
     assert len(capture) == 4
-    assert [a.shape for a in capture.arrays("blocks.1.attention")] == [
+    assert [a.shape for a in capture.arrays("blocks.1.attention.probabilities")] == [
         (2, 2, 2, 2), (2, 2, 1, 3), (2, 2, 1, 4), (2, 2, 1, 5)]
     assert capture.arrays("blocks.0.residual_mlp")[-1].shape == (2, 1, 8)
     # joining the steps' rows gives the full forward pass's attention over the sequence
     with capture_activations(model) as full:
         with tl.no_grad():
             model(ids[:, :-1])
-    for block in ("blocks.0.attention", "blocks.1.attention"):
+    for block in ("blocks.0.attention.probabilities", "blocks.1.attention.probabilities"):
         joined = capture.attention_map(block)
         assert joined.shape == (2, 2, 5, 5)
         np.testing.assert_allclose(joined, full[block], rtol=1e-5, atol=1e-6)
@@ -162,9 +164,28 @@ def test_capture_after_the_window_slides_records_whole_windows():
     model = make_decoder(8, np.float32)
     with capture_activations(model) as capture:
         model.generate(np.array([[1]]), 8, rng=Rng(1))  # context 6: steps 7 and 8 recompute
-    shapes = [a.shape for a in capture.arrays("blocks.0.attention")]
+    shapes = [a.shape for a in capture.arrays("blocks.0.attention.probabilities")]
     assert shapes == [(1, 2, 1, 1)] + [(1, 2, 1, n) for n in range(2, 7)] + [(1, 2, 6, 6)] * 2
     with pytest.raises(ValueError, match="does not continue the 6 positions"):
         capture.attention_map()
     with pytest.raises(ValueError, match="not attention"):
         capture.attention_map("embedding")
+
+
+def test_hook_points_are_plain_forward_hooks():
+    model = make_decoder(6)
+    point = model.blocks[0].attention.probabilities
+    assert isinstance(point, HookPoint) and not point.observed
+    plain = model(IDS).data
+    seen = []
+    with point.register_forward_hook(lambda module, inputs, out: seen.append(out.shape)):
+        assert point.observed
+        np.testing.assert_allclose(model(IDS).data, plain, rtol=1e-12)  # the explicit path
+    assert seen == [(2, 2, 5, 5)] and not point.observed
+    # A hook that returns a value replaces it: uniform attention over the visible positions.
+    uniform = np.tril(np.ones((5, 5))) / np.arange(1, 6)[:, None]
+    with point.register_forward_hook(lambda m, i, out: tl.Tensor(np.broadcast_to(
+            uniform, out.shape).copy())):
+        changed = model(IDS).data
+    assert np.abs(changed - plain).max() > 1e-3
+    assert all(not p.observed for p in model.modules() if isinstance(p, HookPoint))

@@ -13,6 +13,7 @@ from tensorlib.nn import (
     DecoderConfig,
     Dropout,
     Embedding,
+    HookPoint,
     LayerNorm,
     Linear,
     ModuleList,
@@ -29,12 +30,14 @@ TINY = DecoderConfig(vocabulary_size=5, context_length=4, channels=4, heads=2, l
 
 
 # --------------------------------------------------------------------------------- block
-def test_block_has_six_children_in_order():
+def test_block_children_in_order():
     block = DecoderBlock(8, 2, rng=Rng(0))
     children = list(block.named_children())
     assert [n for n, _ in children] == ["attention_norm", "attention", "mlp_norm", "mlp_input",
-                                        "mlp_output", "mlp_dropout"]
-    kinds = [LayerNorm, MultiheadAttention, LayerNorm, Linear, Linear, Dropout]
+                                        "mlp_output", "mlp_dropout", "residual_attention",
+                                        "residual_mlp"]
+    kinds = [LayerNorm, MultiheadAttention, LayerNorm, Linear, Linear, Dropout, HookPoint,
+             HookPoint]
     assert all(isinstance(m, k) for (_, m), k in zip(children, kinds, strict=True))
     assert (block.mlp_input.in_features, block.mlp_input.out_features) == (8, 32)
     assert (block.mlp_output.in_features, block.mlp_output.out_features) == (32, 8)
@@ -112,8 +115,8 @@ def test_decoder_topology_and_names():
     model = Decoder(DecoderConfig(11, 6, 8, 2, 2), rng=Rng(0))
     assert [n for n, _ in model.named_children()] == [
         "token_embedding", "positional_embedding", "blocks", "final_norm",
-        "language_model_head"]
-    kinds = [Embedding, PositionalEmbedding, ModuleList, LayerNorm, Linear]
+        "language_model_head", "embedding"]
+    kinds = [Embedding, PositionalEmbedding, ModuleList, LayerNorm, Linear, HookPoint]
     assert all(isinstance(m, k) for m, k in zip(model.children(), kinds, strict=True))
     assert len(model.blocks) == 2 and all(isinstance(b, DecoderBlock) for b in model.blocks)
     shapes = dict((n, p.shape) for n, p in model.named_parameters())

@@ -9,6 +9,7 @@ from tensorlib.nn.layers import (
     MLP,
     Dropout,
     Embedding,
+    HookPoint,
     Identity,
     LayerNorm,
     Linear,
@@ -25,6 +26,7 @@ from tensorlib.nn.lora import (
     lora_parameters,
     merge_lora,
 )
+from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList, Parameter, StateDictError
 from tensorlib.nn.quant import (
     NF4Linear,
@@ -40,9 +42,9 @@ from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 
 __all__ = [
     "GELU", "MLP", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding",
-    "Identity", "LayerNorm", "Linear", "Module", "ModuleList", "MultiheadAttention",
+    "HookPoint", "Identity", "LayerNorm", "Linear", "Module", "ModuleList", "MultiheadAttention",
     "Parameter", "PositionalEmbedding", "ReLU", "Rng", "Sigmoid", "StateDictError", "Tanh",
-    "default_rng", "functional", "init", "manual_seed",
+    "default_rng", "evaluation_mode", "functional", "init", "manual_seed",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",
     "export_merged", "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",

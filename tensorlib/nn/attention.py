@@ -12,6 +12,7 @@ from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import (
     Dropout,
+    HookPoint,
     Linear,
     check_input,
     resolve_rng,
@@ -103,6 +104,7 @@ class MultiheadAttention(Module):
         self.qkv_bias = Parameter(np.zeros((3, self.channels), dtype=dtype))
         self.output = Linear(self.channels, self.channels, rng=generator, dtype=dtype)
         self.output_dropout = Dropout(dropout, rng=rng)
+        self.probabilities = HookPoint()  # (B, H, T, T_total), computed only when observed
 
     def forward(self, x: Tensor, return_attention: bool = False,
                 cache: KVCache | None = None) -> Any:
@@ -123,7 +125,7 @@ class MultiheadAttention(Module):
         # All three projections as one linear layer: row block i of the (3C, C) weight is W[i]ᵀ.
         fused_weight = self.qkv_weight.permute(0, 2, 1).reshape(3 * channels, channels)
         qkv = F.linear(x, fused_weight, self.qkv_bias.reshape(-1))  # (B, T, 3C)
-        if cache is None and not return_attention:
+        if cache is None and not return_attention and not self.probabilities.observed:
             merged = F.causal_attention(qkv, heads)  # (B, T, C): the fused attention core
             return self.output_dropout(self.output(merged))
         qkv = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
@@ -132,7 +134,8 @@ class MultiheadAttention(Module):
         if cache is not None:
             key, value, start = self._extend_cache(cache, key, value)  # (B, H, T_total, D)
         scores = query @ key.transpose()  # (B, H, T, T_total)
-        probabilities = F.causal_softmax(scores, 1.0 / math.sqrt(width), offset=start)
+        probabilities = self.probabilities(
+            F.causal_softmax(scores, 1.0 / math.sqrt(width), offset=start))
         context = probabilities @ value  # (B, H, T, D)
         merged = context.permute(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
         out = self.output_dropout(self.output(merged))

@@ -1,13 +1,16 @@
-"""Recording what a Decoder computes inside: attention probabilities and the residual stream.
+r"""Recording what a model computes inside, through its :class:`~tensorlib.nn.HookPoint`\ s.
 
-``capture_activations(model)`` installs a recorder on the model's :class:`Decoder` and
-:class:`DecoderBlock` modules for the duration of a ``with`` block; outside it their
-``recorder`` is None and a forward pass does no extra work and keeps no extra arrays.
+``capture_activations(model)`` registers a forward hook on every HookPoint of ``model`` for
+the duration of a ``with`` block and keeps a host copy of each value that passes. Outside
+the block there are no hooks, so a forward pass does no extra work (the attention
+probabilities, for one, are then not even computed by the fused attention).
 
-Names (relative to ``model``; a Decoder nested at ``decoder`` gives ``decoder.embedding``):
+A :class:`~tensorlib.nn.Decoder`'s HookPoints (names relative to ``model``; a Decoder nested
+at ``decoder`` gives ``decoder.embedding``):
 
 - ``embedding``: token plus position embedding, ``(B, T, C)``;
-- ``blocks.<i>.attention``: block i's attention probabilities, ``(B, H, T, T_total)``;
+- ``blocks.<i>.attention.probabilities``: block i's attention probabilities,
+  ``(B, H, T, T_total)``;
 - ``blocks.<i>.residual_attention``: the residual stream after the attention branch,
   ``(B, T, C)``;
 - ``blocks.<i>.residual_mlp``: the residual stream after the MLP branch (the block's
@@ -24,19 +27,22 @@ context_length``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from tensorlib.backend import to_numpy
+from tensorlib.nn.layers import HookPoint
 from tensorlib.nn.module import Module
-from tensorlib.nn.transformer import Decoder, DecoderBlock
 from tensorlib.tensor import Tensor
 
 __all__ = ["ActivationCapture", "capture_activations"]
+
+# The HookPoints some capture is recording now: a second capture of them is refused.
+_capturing: weakref.WeakSet[HookPoint] = weakref.WeakSet()
 
 
 class ActivationCapture:
@@ -50,11 +56,10 @@ class ActivationCapture:
     def __init__(self) -> None:
         self.passes: list[dict[str, np.ndarray]] = []
 
-    def _record(self, prefix: str, name: str, tensor: Tensor) -> None:
-        full_name = prefix + name
-        if not self.passes or full_name in self.passes[-1]:
+    def _record(self, name: str, tensor: Tensor) -> None:
+        if not self.passes or name in self.passes[-1]:
             self.passes.append({})
-        self.passes[-1][full_name] = to_numpy(tensor.data)  # a host copy
+        self.passes[-1][name] = to_numpy(tensor.data)  # a host copy
 
     @property
     def names(self) -> list[str]:
@@ -85,7 +90,7 @@ class ActivationCapture:
         self._check_name(name)
         return [record[name] for record in self.passes if name in record]
 
-    def attention_map(self, name: str = "blocks.0.attention") -> np.ndarray:
+    def attention_map(self, name: str = "blocks.0.attention.probabilities") -> np.ndarray:
         """Join the attention rows of the passes over one growing sequence (a prefill and
         the cached steps after it) into one ``(B, H, N, N)`` map; zero above the diagonal.
 
@@ -116,16 +121,15 @@ class ActivationCapture:
         return f"ActivationCapture({len(self)} passes, names={self.names})"
 
 
-def _recordable(model: Any) -> list[tuple[str, Module]]:
+def _hook_points(model: Any) -> list[tuple[str, HookPoint]]:
     if not isinstance(model, Module):
         raise TypeError(f"capture_activations needs a Module, got {type(model).__name__}")
-    found = [(name + "." if name else "", module) for name, module in model.named_modules()
-             if isinstance(module, (Decoder, DecoderBlock))]
+    found = [(name, module) for name, module in model.named_modules()
+             if isinstance(module, HookPoint)]
     if not found:
-        raise TypeError(f"capture_activations needs a Decoder or a module holding "
-                        f"DecoderBlocks; {type(model).__name__} has none")
-    busy = [prefix.rstrip(".") or "(root)" for prefix, module in found
-            if module.recorder is not None]
+        raise TypeError(f"capture_activations needs a model with HookPoints (a Decoder has "
+                        f"them); {type(model).__name__} has none")
+    busy = [name or "(root)" for name, point in found if point in _capturing]
     if busy:
         raise RuntimeError(f"activations of {', '.join(busy)} are already being captured")
     return found
@@ -133,19 +137,30 @@ def _recordable(model: Any) -> list[tuple[str, Module]]:
 
 @contextmanager
 def capture_activations(model: Module) -> Iterator[ActivationCapture]:
-    """Record attention probabilities and residual-stream activations of every forward
-    pass of ``model`` inside the ``with`` block (see the module docstring for the names).
+    """Record the output of every HookPoint of ``model`` in each forward pass inside the
+    ``with`` block (see the module docstring for a Decoder's names).
 
-    ``model`` is a Decoder, or any module holding Decoders or DecoderBlocks. The recorders
-    are removed on leaving the block, also when an exception leaves it. Capturing a model
-    that is already being captured raises RuntimeError.
+    The hooks are removed on leaving the block, also when an exception leaves it.
+    Capturing HookPoints that another capture is recording raises RuntimeError.
     """
-    targets = _recordable(model)
+    points = _hook_points(model)
     capture = ActivationCapture()
+    handles = []
     try:
-        for prefix, module in targets:
-            module.recorder = partial(capture._record, prefix)
+        for name, point in points:
+            _capturing.add(point)
+            handles.append(point.register_forward_hook(_recorder(capture, name)))
         yield capture
     finally:
-        for _, module in targets:
-            module.recorder = None
+        for handle in handles:
+            handle.remove()
+        for _, point in points:
+            _capturing.discard(point)
+
+
+def _recorder(capture: ActivationCapture, name: str) -> Any:
+    """The forward hook that records ``name``'s value into ``capture``."""
+    def hook(module: Module, inputs: tuple[Any, ...], output: Tensor) -> None:
+        capture._record(name, output)
+
+    return hook

@@ -26,6 +26,7 @@ __all__ = [
     "ACTIVATIONS",
     "GELU",
     "MLP",
+    "HookPoint",
     "Dropout",
     "Embedding",
     "Identity",
@@ -266,6 +267,17 @@ class Tanh(Module):
 class Identity(Module):
     def forward(self, x: Tensor) -> Tensor:
         return x
+
+
+class HookPoint(Identity):
+    """A named place in a model where forward hooks can read (or replace) a value: the
+    identity, without parameters. ``observed`` says whether any hook is registered, so the
+    model may skip computing a value that nobody looks at (attention probabilities, say).
+    :func:`tensorlib.nn.capture_activations` records every HookPoint of a model."""
+
+    @property
+    def observed(self) -> bool:
+        return bool(self._forward_hooks)
 
 
 def _identity(x: Tensor) -> Tensor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
     Dropout,
     Embedding,
+    HookPoint,
     LayerNorm,
     Linear,
     PositionalEmbedding,
@@ -29,20 +30,16 @@ from tensorlib.tensor import Tensor
 
 __all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
 
-# A recorder receives (name, tensor) pairs; activation capture installs one (see
-# tensorlib.nn.capture). It is None otherwise, and then costs one attribute check.
-Recorder = Callable[[str, Tensor], None]
-
-
 class DecoderBlock(Module):
-    """One pre-norm transformer block on ``(B, T, C)``::
+    r"""One pre-norm transformer block on ``(B, T, C)``::
 
         x = x + attention(attention_norm(x))
         x = x + mlp_dropout(mlp_output(gelu(mlp_input(mlp_norm(x)))))
 
     Children, in order: ``attention_norm, attention, mlp_norm, mlp_input (C → 4C),
-    mlp_output (4C → C), mlp_dropout``. GELU is the exact (erf) form. ``recorder`` is None
-    unless :func:`tensorlib.nn.capture_activations` is recording this block.
+    mlp_output (4C → C), mlp_dropout``, and two :class:`HookPoint`\ s on the residual stream,
+    ``residual_attention`` (after the attention branch) and ``residual_mlp`` (the block's
+    output). GELU is the exact (erf) form.
     """
 
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
@@ -62,26 +59,16 @@ class DecoderBlock(Module):
         self.mlp_input = Linear(self.channels, hidden, rng=generator, dtype=dtype)
         self.mlp_output = Linear(hidden, self.channels, rng=generator, dtype=dtype)
         self.mlp_dropout = Dropout(dropout, rng=rng)
-        self.recorder: Recorder | None = None
+        self.residual_attention = HookPoint()  # (B, T, C)
+        self.residual_mlp = HookPoint()  # (B, T, C)
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """``x (B, T, C)`` → ``(B, T, C)``; ``cache`` is passed on to the attention (the new
         positions follow the cached ones)."""
         check_input(x, "DecoderBlock", self.channels, ndim=3)
-        record = self.recorder
-        attended = self.attention(self.attention_norm(x), return_attention=record is not None,
-                                  cache=cache)
-        if record is not None:
-            attended, probabilities = attended
-            record("attention", probabilities)  # (B, H, T, T_total)
-        x = x + attended
-        if record is not None:
-            record("residual_attention", x)
+        x = self.residual_attention(x + self.attention(self.attention_norm(x), cache=cache))
         hidden = F.gelu(self.mlp_input(self.mlp_norm(x)))  # (B, T, 4C)
-        x = x + self.mlp_dropout(self.mlp_output(hidden))
-        if record is not None:
-            record("residual_mlp", x)
-        return x
+        return self.residual_mlp(x + self.mlp_dropout(self.mlp_output(hidden)))
 
 
 @dataclass(frozen=True)
@@ -115,8 +102,8 @@ class Decoder(Module):
     """A GPT-style language model: token ids ``(B, T)`` → next-token logits ``(B, T, V)``.
 
     Children: ``token_embedding, positional_embedding, blocks`` (a ModuleList of
-    DecoderBlocks), ``final_norm, language_model_head`` (Linear C → V with bias).
-    ``recorder`` is None unless :func:`tensorlib.nn.capture_activations` is recording.
+    DecoderBlocks), ``final_norm, language_model_head`` (Linear C → V with bias), and the
+    :class:`HookPoint` ``embedding`` on the token plus position embedding ``(B, T, C)``.
     """
 
     def __init__(self, config: DecoderConfig, rng: Rng | None = None, dtype: Any = np.float32):
@@ -138,7 +125,7 @@ class Decoder(Module):
         self.final_norm = LayerNorm(c.channels, c.eps, dtype=dtype)
         self.language_model_head = Linear(c.channels, c.vocabulary_size, rng=generator,
                                           dtype=dtype)
-        self.recorder: Recorder | None = None  # set by capture_activations
+        self.embedding = HookPoint()  # token plus position embedding, (B, T, C)
 
     def _token_ids(self, token_ids: Any, what: str = "token id") -> np.ndarray:
         ids = F.token_ids(token_ids, self.config.vocabulary_size, what)
@@ -202,8 +189,7 @@ class Decoder(Module):
             x = self.positional_embedding(x)  # (B, T, C)
         else:  # positions continue after the cached ones
             x = x + self.positional_embedding.table(np.arange(start, start + length))
-        if self.recorder is not None:
-            self.recorder("embedding", x)
+        x = self.embedding(x)
         for index, block in enumerate(self.blocks):
             x = block(x, cache=None if caches is None else caches[index])
         return self.language_model_head(self.final_norm(x))  # (B, T, V)

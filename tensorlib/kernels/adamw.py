@@ -11,7 +11,7 @@ from tensorlib.backend import array_module
 
 __all__ = ["adamw_step"]
 
-# Per optimizer: the flat buffers (moments, staged moments, gradients, values, scratch) and
+# Per optimizer: the flat buffers (moments, staged new moments, gradients, values, scratch) and
 # the views into them. Kept here, not on the optimizer, so reference mode never sees them.
 _BUFFERS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
@@ -51,7 +51,7 @@ def adamw_step(optimizer: Any) -> bool:
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         _staged_update(optimizer, flat, step, xp, dtype)
         # A sum that merely overflows is a false alarm: it only costs the caller's loop.
-        if not (_finite_sum(flat["previous"][1]) and _finite_sum(flat["values"])):
+        if not (_finite_sum(flat["staged"][1]) and _finite_sum(flat["values"])):
             return False
     _commit(optimizer, flat, step)
     return True
@@ -76,12 +76,12 @@ def _common_step(optimizer: Any) -> int | None:
 
 def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
                    dtype: Any) -> None:
-    """The new moments into ``flat["previous"]`` and the new values into ``flat["values"]``
+    """The new moments into ``flat["staged"]`` and the new values into ``flat["values"]``
     (the gradient buffer is used up as scratch)."""
     moments, grads, values, scratch = flat["moments"], flat["grads"], flat["values"], \
         flat["scratch"]
     beta1, beta2 = optimizer.betas
-    first, second = flat["previous"]
+    first, second = flat["staged"]
     xp.multiply(moments[0], dtype(beta1), out=first)
     xp.multiply(grads, dtype(1.0 - beta1), out=scratch)
     first += scratch  # m = beta1·m + (1 - beta1)·g
@@ -102,8 +102,8 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
 
 def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:
     moments = flat["moments"]
-    moments[0][...] = flat["previous"][0]
-    moments[1][...] = flat["previous"][1]
+    moments[0][...] = flat["staged"][0]
+    moments[1][...] = flat["staged"][1]
     for parameter, entry, new_value in zip(optimizer.parameters, optimizer.state,
                                            flat["value_views"], strict=True):
         parameter.data[...] = new_value  # shapes and dtypes were checked
@@ -144,7 +144,7 @@ def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
     values = xp.empty(total, dtype=dtype)
     flat = {
         "dtype": dtype, "sizes": sizes, "moments": moments, "moment_views": moment_views,
-        "previous": (xp.empty(total, dtype=dtype), xp.empty(total, dtype=dtype)),
+        "staged": (xp.empty(total, dtype=dtype), xp.empty(total, dtype=dtype)),
         "grads": xp.empty(total, dtype=dtype), "values": values,
         "value_views": views(values), "scratch": xp.empty(total, dtype=dtype),
     }

@@ -1,8 +1,8 @@
 """GELU and erf for float32, from fitted polynomials instead of scipy's erf.
 
 ``gelu_float32`` stands in for the exact GELU of ``tensorlib.ops.elementwise.Gelu``;
-``erf_float32`` is the first form of it, kept for notebook 16's comparison with scipy's erf
-(no op uses it).
+``erf_float32``, erf in the tanh form, is there for notebook 16's comparison with scipy's
+erf (no op uses it).
 """
 
 from __future__ import annotations

@@ -13,17 +13,28 @@ times ``--repeats`` steps and reports their median wall and CPU (``time.process_
 times. Printed per case and tree: the median over the rounds of those medians, their lowest
 and highest, and each tree's ratio to the first tree (of the medians, and the median of the
 per-round ratios, which pairs processes that ran back to back).
+
+With ``--same-process`` each round is instead one process that imports every tree's
+tensorlib side by side (copies renamed ``tensorlib_<name>``, made in a temporary folder,
+each with its own copy of ``twins.py``) and alternates their steps within it (A B, B A, ...),
+as ``benchmarks/run.py`` does with PyTorch: the steps of a pair then run under one machine
+load, which on a shared machine moves absolute times far more than any change measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -35,12 +46,88 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="*", help="NAME=PATH of a source tree (two or more)")
     parser.add_argument("--cases", nargs="+", choices="abcd", default=list("abcd"))
-    parser.add_argument("--rounds", type=int, default=6, help="processes per tree and case")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds (processes) per case")
     parser.add_argument("--repeats", type=int, default=21, help="timed steps per process")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per process")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--same-process", action="store_true",
+                        help="alternate the trees' steps inside each round's one process")
     parser.add_argument("--child", choices="abcd", help=argparse.SUPPRESS)
+    parser.add_argument("--packages", nargs="+", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def renamed_copies(trees: dict[str, str], folder: str) -> list[str]:
+    """Copy each tree's ``tensorlib`` to ``folder/tensorlib_<name>`` and this folder's
+    ``twins.py`` to ``folder/twins_<name>.py``, every ``tensorlib`` import renamed."""
+    packages = []
+    pattern = re.compile(r"\btensorlib\b")
+    for name, path in trees.items():
+        package = f"tensorlib_{name}"
+        target = os.path.join(folder, package)
+        shutil.copytree(os.path.join(path, "tensorlib"), target,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        sources = [os.path.join(root, file) for root, _, files in os.walk(target)
+                   for file in files if file.endswith(".py")]
+        for source in sources:
+            with open(source, encoding="utf-8") as handle:
+                text = pattern.sub(package, handle.read())
+            with open(source, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        with open(os.path.join(HERE, "twins.py"), encoding="utf-8") as handle:
+            twins = pattern.sub(package, handle.read())
+        with open(os.path.join(folder, f"twins_{name}.py"), "w", encoding="utf-8") as handle:
+            handle.write(twins)
+        packages.append(name)
+    return packages
+
+
+def _step_of(case: str, name: str) -> Any:
+    """A fresh tensorlib step of ``case`` built with the renamed tree ``name``."""
+    twins = importlib.import_module(f"twins_{name}")
+    package = importlib.import_module(f"tensorlib_{name}")
+    if case == "d":
+        model = twins.make_decoder(twins.decoder_config())
+        prompt = twins.np.zeros((1, 1), dtype=twins.np.int64)
+        rng_class = package.nn.Rng
+        return lambda: model.generate(prompt, 63, rng=rng_class(1), use_cache=True)
+    if case in "ab":
+        config = twins.decoder_config()
+        model = twins.make_decoder(config)
+        batches = twins.token_batches(12 if case == "a" else 64, config.context_length, 4)
+    else:
+        model = twins.MLPLanguageModel()
+        batches = twins.mlp_batches(32, model.context, 4)
+    optimizer = package.optim.AdamW(model, lr=1e-3, weight_decay=0.01)
+    position = [0]
+
+    def step() -> None:
+        ids, targets = batches[position[0] % len(batches)]
+        position[0] += 1
+        optimizer.zero_grad()
+        model.loss(ids, targets).backward()
+        optimizer.step()
+
+    return step
+
+
+def pair_child(case: str, args: argparse.Namespace) -> None:
+    """Alternate the renamed trees' steps of ``case`` in this process; print JSON."""
+    steps = {name: _step_of(case, name) for name in args.packages}
+    for _ in range(args.warmup):
+        for step in steps.values():
+            step()
+    wall: dict[str, list[float]] = {name: [] for name in steps}
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
+    names = list(steps)
+    for repeat in range(args.repeats):
+        for name in names if repeat % 2 == 0 else names[::-1]:
+            started_cpu, started = time.process_time(), time.perf_counter()
+            steps[name]()
+            wall[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - started_cpu)
+    print(json.dumps({name: {"wall_ms": 1e3 * statistics.median(wall[name]),
+                             "cpu_ms": 1e3 * statistics.median(cpu[name])} for name in names}))
 
 
 def child(case: str, args: argparse.Namespace) -> None:
@@ -92,6 +179,20 @@ def measure(path: str, case: str, args: argparse.Namespace) -> dict[str, float]:
     return result
 
 
+def measure_pair(folder: str, names: list[str], case: str,
+                 args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = folder
+    env.update({name: str(args.threads) for name in THREAD_VARIABLES})
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(name, None)
+    command = [sys.executable, os.path.abspath(__file__), "--child", case, "--repeats",
+               str(args.repeats), "--warmup", str(args.warmup), "--packages", *names]
+    output = subprocess.run(command, env=env, capture_output=True, text=True, check=True,
+                            cwd=folder).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
 def summary(times: dict[tuple[str, str], list[dict[str, float]]], names: list[str],
             case: str, key: str) -> list[str]:
     first = [run[key] for run in times[case, names[0]]]
@@ -110,25 +211,42 @@ def summary(times: dict[tuple[str, str], list[dict[str, float]]], names: list[st
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
+    if args.child and args.packages:
+        pair_child(args.child, args)
+        return 0
     if args.child:
         child(args.child, args)
         return 0
-    trees = dict(tree.split("=", 1) for tree in args.trees)
+    trees = {name: os.path.abspath(path) for name, path in
+             (tree.split("=", 1) for tree in args.trees)}
     names = list(trees)
     if len(names) < 2:
         raise SystemExit("give two or more trees as NAME=PATH")
     times: dict[tuple[str, str], list[dict[str, float]]] = {}
+    folder = tempfile.mkdtemp(prefix="tensorlib-compare-") if args.same_process else ""
+    if folder:
+        renamed_copies(trees, folder)
     for case in args.cases:
         for round_ in range(args.rounds):
-            for name in names if round_ % 2 == 0 else names[::-1]:
-                times.setdefault((case, name), []).append(measure(trees[name], case, args))
+            if folder:
+                order = names if round_ % 2 == 0 else names[::-1]
+                for name, result in measure_pair(folder, order, case, args).items():
+                    times.setdefault((case, name), []).append(result)
+            else:
+                for name in names if round_ % 2 == 0 else names[::-1]:
+                    times.setdefault((case, name), []).append(
+                        measure(trees[name], case, args))
             print(f"({case}) round {round_ + 1}: " + ", ".join(
                 f"{name} {times[case, name][-1]['wall_ms']:.2f} ms" for name in names),
                 flush=True)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{args.rounds} processes per tree and case, {args.repeats} timed steps each "
+    where = "all trees alternating in one process per round" if folder else \
+        "one process per tree and round"
+    print(f"\n{args.rounds} rounds ({where}), {args.repeats} timed steps each "
           f"after {args.warmup} warm-up steps, {args.threads} thread(s), load average now "
-          f"{load:.1f}; median [lowest, highest] over the processes of their median times")
+          f"{load:.1f}; median [lowest, highest] over the rounds of the median times")
     for case in args.cases:
         print(f"{LABELS[case]}:")
         for key in ("wall_ms", "cpu_ms"):

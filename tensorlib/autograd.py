@@ -206,7 +206,8 @@ class Function:
         ctx = Context(cls)
         ctx.needs_input_grad = tuple(t._requires_grad for t in inputs) if _grad_enabled \
             else (False,) * len(inputs)
-        output = _call_forward(ctx, arrays, params)
+        output = cls.forward(ctx, *arrays, **params) if _profile is None \
+            else _timed_forward(ctx, arrays, params)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
         if any(ctx.needs_input_grad) and _is_floating(output.dtype):  # integer results: none
@@ -224,9 +225,7 @@ def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
     return arrays
 
 
-def _call_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
-    if _profile is None:
-        return ctx.function.forward(ctx, *arrays, **params)
+def _timed_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
     start = time.perf_counter()
     output = ctx.function.forward(ctx, *arrays, **params)
     _profile.add(ctx.name, "forward", time.perf_counter() - start)
@@ -434,23 +433,20 @@ def _seed(root: Tensor, grad: Any) -> Any:
     return grad.astype(root.dtype, copy=False)
 
 
-def _check_not_freed(node: Context) -> None:
-    if node.freed:
-        raise RuntimeError(
-            f"backward through '{node.name}' a second time: the graph was freed after the "
-            "first backward; pass retain_graph=True to the first call")
+def _refuse_freed(node: Context) -> None:
+    raise RuntimeError(
+        f"backward through '{node.name}' a second time: the graph was freed after the "
+        "first backward; pass retain_graph=True to the first call")
 
 
 def _keep_retained_grad(node: Context, grad: Any) -> None:
-    """Give a copy of ``grad`` to the node's output if it asked for one (``retain_grad``)."""
-    retained = node.retained_output() if node.retained_output is not None else None
+    """Give a copy of ``grad`` to the node's output if it is still alive (``retain_grad``)."""
+    retained = node.retained_output()
     if retained is not None:
         retained.grad = np.array(grad, copy=True)
 
 
-def _call_backward(node: Context, grad: Any) -> Any:
-    if _profile is None:
-        return node.function.backward(node, grad)
+def _timed_backward(node: Context, grad: Any) -> Any:
     start = time.perf_counter()
     raw = node.function.backward(node, grad)
     _profile.add(node.name, "backward", time.perf_counter() - start)
@@ -460,10 +456,15 @@ def _call_backward(node: Context, grad: Any) -> Any:
 def _node_backward(node: Context, grad: Any, retain_graph: bool) -> tuple[Any, ...]:
     """One node's backward: the gradients of its inputs from the gradient of its output,
     checked; its saved arrays are freed right after, unless ``retain_graph``."""
-    _check_not_freed(node)
-    _keep_retained_grad(node, grad)
-    _check_versions(node)
-    grads = _normalize_gradients(node, _call_backward(node, grad))
+    if node.freed:
+        _refuse_freed(node)
+    if node.retained_output is not None:
+        _keep_retained_grad(node, grad)
+    if node.watched:
+        _check_versions(node)
+    raw = node.function.backward(node, grad) if _profile is None \
+        else _timed_backward(node, grad)
+    grads = _normalize_gradients(node, raw)
     if not retain_graph:
         node.release()
     return grads

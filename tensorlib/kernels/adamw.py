@@ -39,10 +39,12 @@ def adamw_step(optimizer: Any) -> bool:
     parameters = optimizer.parameters
     reference = parameters[0].data
     xp, dtype = array_module(reference), reference.dtype.type
-    try:
-        coefficient = optimizer.clip_coefficient([p.grad for p in parameters])
-    except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
-        return False
+    coefficient = None
+    if optimizer.max_grad_norm > 0.0:
+        try:
+            coefficient = optimizer.clip_coefficient([p.grad for p in parameters])
+        except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
+            return False
     flat = _flat_buffers(optimizer, xp, reference.dtype)
     xp.concatenate([p.grad.reshape(-1) for p in parameters], out=flat["grads"])
     xp.concatenate([p.data.reshape(-1) for p in parameters], out=flat["values"])

@@ -389,16 +389,17 @@ class _Gradients:
 
     def send(self, target: Any, contribution: Any) -> None:
         """Add ``contribution`` to the gradient of ``target`` (a node or a leaf tensor)."""
+        key = id(target)
         if isinstance(target, Tensor):
-            entry = self.leaves.get(id(target))
+            entry = self.leaves.get(key)
             if entry is None:
-                self.leaves[id(target)] = (target, _Accumulator(contribution))
+                self.leaves[key] = (target, _Accumulator(contribution))
             else:
                 entry[1].add(contribution)
             return
-        accumulator = self.nodes.get(id(target))
+        accumulator = self.nodes.get(key)
         if accumulator is None:
-            self.nodes[id(target)] = _Accumulator(contribution)
+            self.nodes[key] = _Accumulator(contribution)
         else:
             accumulator.add(contribution)
 

@@ -26,3 +26,14 @@ def count_nodes(tensor):
         seen.add(id(node))
         stack.extend(n for n in node.next if n is not None and not isinstance(n, tl.Tensor))
     return len(seen)
+
+
+def assert_same_adamw_run(parameters_a, optimizer_a, parameters_b, optimizer_b, steps):
+    """Two AdamW runs ended in the same place, bit for bit: parameters, step counts and
+    both moments."""
+    for p, q in zip(parameters_a, parameters_b, strict=True):
+        np.testing.assert_array_equal(p.data, q.data)
+    for e, f in zip(optimizer_a.state, optimizer_b.state, strict=True):
+        assert e["step"] == f["step"] == steps
+        np.testing.assert_array_equal(e["first_moment"], f["first_moment"])
+        np.testing.assert_array_equal(e["second_moment"], f["second_moment"])

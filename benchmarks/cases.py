@@ -25,7 +25,7 @@ import twins
 from threadpoolctl import threadpool_info
 
 import tensorlib as tl
-from tensorlib.nn import Rng
+from tensorlib import Rng
 from tensorlib.optim import AdamW
 
 try:

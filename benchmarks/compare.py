@@ -89,7 +89,7 @@ def _step_of(case: str, name: str) -> Any:
     if case == "d":
         model = twins.make_decoder(twins.decoder_config())
         prompt = twins.np.zeros((1, 1), dtype=twins.np.int64)
-        rng_class = package.nn.Rng
+        rng_class = getattr(package, "Rng", None) or package.nn.Rng  # older trees: nn.Rng
         return lambda: model.generate(prompt, 63, rng=rng_class(1), use_cache=True)
     if case in "ab":
         config = twins.decoder_config()
@@ -138,7 +138,7 @@ def child(case: str, args: argparse.Namespace) -> None:
     import twins
 
     import tensorlib as tl
-    from tensorlib.nn import Rng
+    from tensorlib import Rng
 
     cases.torch = None
     if case == "d":

@@ -19,8 +19,9 @@ import time
 
 import numpy as np
 
+from tensorlib import Rng
 from tensorlib.backend import available_backends, require_backend
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW
 
 CONFIG = DecoderConfig(vocabulary_size=13, context_length=8, channels=32, heads=4, layers=2)

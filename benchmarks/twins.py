@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 import tensorlib as tl
-from tensorlib.nn import Decoder, DecoderConfig, Embedding, Linear, Module, Rng
+from tensorlib import Rng
+from tensorlib.nn import Decoder, DecoderConfig, Embedding, Linear, Module
 from tensorlib.nn import functional as F
 
 VOCABULARY = 28  # 26 letters, the boundary token and one spare, as in the names workbook

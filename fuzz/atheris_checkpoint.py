@@ -41,8 +41,8 @@ def _modules() -> dict[str, Any]:
     if not _LOADED:
         from tensorlib import checkpoint
         from tensorlib.nn.module import Module, Parameter
-        from tensorlib.nn.rng import Rng
         from tensorlib.optim import AdamW
+        from tensorlib.rng import Rng
 
         _LOADED.update(checkpoint=checkpoint, Module=Module, Parameter=Parameter, Rng=Rng,
                        AdamW=AdamW)

@@ -9,8 +9,6 @@ their formulas; the speed tricks they call are in :mod:`tensorlib.kernels`, and
 from tensorlib import nn, optim
 from tensorlib.autograd import (
     Context,
-    Function,
-    custom_gradient,
     enable_grad,
     is_grad_enabled,
     no_grad,
@@ -18,7 +16,8 @@ from tensorlib.autograd import (
 )
 from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.kernels import is_reference_mode, reference_mode, set_reference_mode
-from tensorlib.nn.rng import manual_seed
+from tensorlib.ops.function import Function, custom_gradient
+from tensorlib.rng import Rng, default_rng, manual_seed
 from tensorlib.tensor import (
     Tensor,
     arange,
@@ -61,8 +60,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Context", "Function", "GradcheckError", "Tensor", "arange", "bool_", "concat",
-    "custom_gradient", "enable_grad", "float32", "float64", "full", "gradcheck",
+    "Context", "Function", "GradcheckError", "Rng", "Tensor", "arange", "bool_", "concat",
+    "custom_gradient", "default_rng", "enable_grad", "float32", "float64", "full", "gradcheck",
     "gradcheck_module", "int32", "int64", "is_grad_enabled", "is_reference_mode",
     "manual_seed", "maximum", "nn", "no_grad", "ones", "ones_like", "optim", "reference_mode",
     "set_reference_mode", "split", "stack", "tensor", "unbroadcast", "where", "zeros",

@@ -36,9 +36,10 @@ from tensorlib.data import (
     train_validation_test_split,
 )
 from tensorlib.memory import keep_freed_memory
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim import AdamW, WarmupCosineSchedule
+from tensorlib.rng import Rng
 from tensorlib.train import TrainingDivergedError, train
 
 CONFIG_FORMAT = "tensorlib names run"

@@ -1,20 +1,14 @@
-"""Reverse-mode automatic differentiation for tensors.
+"""Reverse-mode automatic differentiation: the graph's nodes and the engine that walks them.
 
-An op is a ``Function`` subclass with two static methods on raw arrays::
+Every op records a graph node, a :class:`Context`, on the tensor it returns (how an op does
+that is :class:`tensorlib.ops.function.Function`). A node keeps what the op saved for its
+backward and where each input came from: another node, a leaf tensor, or None.
+``run_backward`` (behind ``Tensor.backward()``) visits the nodes from the output back, asks
+each op's ``backward`` for its inputs' gradients, and adds the leaves' gradients to their
+``.grad`` only once the whole pass has succeeded.
 
-    class Square(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return 2 * x * grad
-
-``Square.apply(tensor)`` runs ``forward`` and, when a gradient is wanted, records a graph
-node (the ``ctx``). ``Tensor.backward()`` walks those nodes in reverse topological order.
+This module knows nothing of Tensor beyond its attributes (``grad_fn``, ``grad``, ``data``),
+nor of any op. Grad mode (``no_grad``) and the op profiler live here too.
 """
 
 from __future__ import annotations
@@ -23,13 +17,16 @@ import contextlib
 import functools
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tensorlib import kernels
-from tensorlib.backend import device_of
+
+if TYPE_CHECKING:  # the engine works on Contexts and on anything shaped like a Tensor
+    from tensorlib.ops.function import Function
+    from tensorlib.tensor import Tensor
 
 _grad_enabled = True
 
@@ -115,6 +112,11 @@ class OpProfile:
 _profile: OpProfile | None = None
 
 
+def active_profile() -> OpProfile | None:
+    """The profile ``profile_ops()`` is filling now, or None outside one."""
+    return _profile
+
+
 @contextlib.contextmanager
 def profile_ops() -> Iterator[OpProfile]:
     """``with profile_ops() as profile:`` times every op's forward and backward inside."""
@@ -176,99 +178,6 @@ _CONTEXT_FIELDS = frozenset({
     "function", "name", "saved", "needs_input_grad", "next", "input_shapes", "input_dtypes",
     "output_shape", "output_dtype", "watched", "retained_output", "freed",
 })
-
-
-class Function:
-    """Base class of every differentiable op. Subclass it to add an op.
-
-    ``forward(ctx, *arrays, **params)`` returns one array. ``backward(ctx, grad)`` returns
-    one gradient per array input (a single array when there is one input), or None where an
-    input needs no gradient; ``ctx.needs_input_grad`` says which are wanted. It is set before
-    ``forward`` runs (all False under ``no_grad``), so a forward may skip saving, or computing,
-    what no backward will need.
-    """
-
-    op_name: str | None = None
-
-    @staticmethod
-    def forward(ctx: Context, *arrays: Any, **params: Any) -> Any:
-        raise NotImplementedError
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        raise NotImplementedError
-
-    @classmethod
-    def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
-        """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
-        a graph node on the output."""
-        arrays = _arrays_of(cls, inputs)
-        ctx = Context(cls)
-        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs) if _grad_enabled \
-            else (False,) * len(inputs)
-        output = cls.forward(ctx, *arrays, **params) if _profile is None \
-            else _timed_forward(ctx, arrays, params)
-        result = Tensor._from_array(output)
-        _share_version_with_viewed_input(result, inputs)
-        if any(ctx.needs_input_grad) and _is_floating(output.dtype):  # integer results: none
-            _record_node(ctx, inputs, output, result)
-        return result
-
-
-def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
-    arrays = []
-    for position, value in enumerate(inputs):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{function.__name__}.apply: input {position} is a "
-                            f"{type(value).__name__}, expected a Tensor")
-        arrays.append(value._data)
-    return arrays
-
-
-def _timed_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
-    start = time.perf_counter()
-    output = ctx.function.forward(ctx, *arrays, **params)
-    _profile.add(ctx.name, "forward", time.perf_counter() - start)
-    return output
-
-
-def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: Tensor) -> None:
-    """Make ``ctx`` the graph node of ``result``: where each input came from, the shapes and
-    dtypes its gradients must have, and the versions of the tensors whose arrays it saved
-    (to catch in-place changes between forward and backward)."""
-    ctx.next = tuple(
-        (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
-        for t in inputs
-    )
-    ctx.input_shapes = tuple([t._data.shape for t in inputs])
-    ctx.input_dtypes = tuple([t._data.dtype for t in inputs])
-    ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
-    if ctx.saved:
-        saved = {id(array) for array in ctx.saved}
-        for position, t in enumerate(inputs):
-            if id(t._data) in saved:
-                ctx.watched.append((t._version, t._version[0], position))
-        if id(output) in saved:
-            ctx.watched.append((result._version, 0, -1))
-    result.grad_fn = ctx
-    result._requires_grad = True
-
-
-def _memory_owner(array: Any) -> Any:
-    base = getattr(array, "base", None)
-    return array if base is None else base
-
-
-def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...]) -> None:
-    """A view (reshape, transpose, basic slice) shares its input's memory, so it must share
-    its version counter too: an in-place change through either is a change to both."""
-    owner = getattr(result._data, "base", None)
-    if owner is None:
-        return  # the result owns its memory: not a view
-    for t in inputs:
-        if _memory_owner(t._data) is owner:
-            result._version = t._version
-            return
 
 
 # ------------------------------------------------------------------------------- unbroadcast
@@ -337,8 +246,6 @@ def _normalize_gradients(node: Context, raw: Any) -> tuple[Any, ...]:
         if grad is None or target is None:
             checked.append(None)
             continue
-        if isinstance(grad, Tensor):
-            grad = grad.data
         shape, dtype = node.input_shapes[position], node.input_dtypes[position]
         if getattr(grad, "shape", None) != shape:
             raise RuntimeError(f"'{node.name}' backward returned a gradient of shape "
@@ -390,7 +297,7 @@ class _Gradients:
     def send(self, target: Any, contribution: Any) -> None:
         """Add ``contribution`` to the gradient of ``target`` (a node or a leaf tensor)."""
         key = id(target)
-        if isinstance(target, Tensor):
+        if not isinstance(target, Context):  # a leaf tensor
             entry = self.leaves.get(key)
             if entry is None:
                 self.leaves[key] = (target, _Accumulator(contribution))
@@ -427,7 +334,8 @@ def _seed(root: Tensor, grad: Any) -> Any:
             raise RuntimeError(f"backward() without a gradient needs a one-element output; "
                                f"got shape {root.shape} (pass grad= of that shape)")
         return np.ones_like(root.data)
-    grad = grad.data if isinstance(grad, Tensor) else np.asarray(grad)
+    if not hasattr(grad, "shape"):
+        grad = np.asarray(grad)
     if grad.shape != root.shape:
         raise ValueError(f"backward(grad=...): gradient shape {grad.shape} does not match "
                          f"the output's shape {root.shape}")
@@ -498,55 +406,3 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
     if not retain_graph:
         for node in order:
             node.release()
-
-
-# ------------------------------------------------------------------------------- custom VJPs
-class _CustomGradient(Function):
-    op_name = "custom_gradient"
-
-    @staticmethod
-    def forward(ctx: Context, *input_arrays: Any, output: Any, vjp: Callable) -> Any:
-        ctx.vjp = vjp
-        ctx.input_devices = tuple(device_of(array) for array in input_arrays)
-        return output
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        grads = ctx.vjp(grad)
-        if isinstance(grads, list):
-            grads = tuple(grads)
-        if not isinstance(grads, tuple):
-            grads = (grads,)
-        grads = tuple(g.data if isinstance(g, Tensor) else g for g in grads)
-        # User code made these: a gradient on another device than its input is refused here,
-        # before the engine accumulates anything (the count, shapes and dtypes it checks).
-        for position, (g, device) in enumerate(zip(grads, ctx.input_devices, strict=False)):
-            if g is not None and hasattr(g, "shape") and device_of(g) != device:
-                raise RuntimeError(f"custom_gradient: the vjp returned a gradient on device "
-                                   f"'{device_of(g)}' for input {position}, which is on "
-                                   f"'{device}'")
-        return grads
-
-
-def custom_gradient(output: Any, inputs: Sequence[Tensor],
-                    vjp: Callable[[Any], Sequence[Any]]) -> Tensor:
-    """Join an array computed outside the engine to the graph.
-
-    ``output`` is the already-computed array, ``inputs`` the tensors it depends on, and
-    ``vjp(grad)`` returns one gradient per input (None for no gradient). The count, devices,
-    shapes and dtypes are validated before anything accumulates; if ``vjp`` raises, or returns
-    something wrong, no ``.grad`` changes.
-    """
-    inputs = tuple(inputs)
-    for position, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"custom_gradient: input {position} is a {type(t).__name__}, "
-                            "expected a Tensor")
-    array = output.data if isinstance(output, Tensor) else np.asarray(output)
-    if not callable(vjp):
-        raise TypeError("custom_gradient: vjp must be callable")
-    return _CustomGradient.apply(*inputs, output=array, vjp=vjp)
-
-
-# Imported last: tensor.py's methods call the ops, and the ops subclass Function above.
-from tensorlib.tensor import Tensor, _is_floating  # noqa: E402

@@ -14,14 +14,13 @@ the two numbers are directly comparable.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.data.tokenizer import CharTokenizer
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 
 __all__ = ["BigramModel", "bigram_pairs"]
 
@@ -69,9 +68,7 @@ class BigramModel:
                              f"got shape {counts.shape}")
         if counts.dtype.kind not in "iu" or np.any(counts < 0):
             raise ValueError("counts must be non-negative integers")
-        if isinstance(smoothing, bool) or not isinstance(smoothing, numbers.Real) \
-                or not 0.0 <= float(smoothing) < math.inf:
-            raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
+        smoothing = validation.non_negative(smoothing, "smoothing")
         vocabulary_size = counts.shape[0]
         if not 0 <= boundary_id < vocabulary_size:
             raise ValueError(f"boundary_id {boundary_id} is outside the vocabulary of size "
@@ -102,10 +99,7 @@ class BigramModel:
                   smoothing: float = 1.0, boundary_id: int = 0) -> BigramModel:
         """Count aligned ``(previous, following)`` id arrays of any equal shape, such as
         ``stream[:-1], stream[1:]`` of a boundary-framed token stream."""
-        if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, numbers.Integral) \
-                or vocabulary_size < 1:
-            raise ValueError(f"vocabulary_size must be a positive integer, "
-                             f"got {vocabulary_size!r}")
+        vocabulary_size = validation.positive_integer(vocabulary_size, "vocabulary_size")
         previous, following = np.asarray(previous), np.asarray(following)
         if previous.shape != following.shape:
             raise ValueError(f"previous ids of shape {previous.shape} do not match following "
@@ -153,9 +147,8 @@ class BigramModel:
         at the boundary or after ``max_length`` ids."""
         if not isinstance(rng, Rng):
             raise TypeError(f"rng must be a tensorlib Rng, got {type(rng).__name__}")
-        for value, what in ((count, "count"), (max_length, "max_length")):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
+        count = validation.integer(count, "count", minimum=0)
+        max_length = validation.integer(max_length, "max_length", minimum=0)
         ids = np.zeros((count, max_length), dtype=np.int64)
         current = np.full(count, self.boundary_id, dtype=np.int64)
         lengths = np.full(count, max_length, dtype=np.int64)

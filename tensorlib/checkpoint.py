@@ -37,7 +37,7 @@ import numpy as np
 
 from tensorlib.autograd import no_grad
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 
 __all__ = [
     "FLAG_ADAMW",

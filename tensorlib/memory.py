@@ -17,6 +17,8 @@ import ctypes.util
 import platform
 import sys
 
+from tensorlib import validation
+
 __all__ = ["keep_freed_memory"]
 
 # mallopt parameter numbers, from glibc's <malloc.h>.
@@ -27,11 +29,7 @@ _INT_MAX = 2**31 - 1
 
 
 def _check_threshold(name: str, value: object, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer number of bytes, got {value!r}")
-    if not 0 <= value <= high:
-        raise ValueError(f"{name} must be between 0 and {high} bytes, got {value}")
-    return value
+    return validation.integer(value, f"{name} (bytes)", minimum=0, maximum=high)
 
 
 def _glibc() -> ctypes.CDLL | None:

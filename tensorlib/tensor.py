@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.autograd import is_grad_enabled, run_backward
 from tensorlib.backend import device_of, is_backend_array, to_device
 
 DTypeLike = Any
@@ -143,8 +144,6 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        from tensorlib.backend import device_of
-
         return device_of(self._data)
 
     def to(self, device: str) -> Tensor:
@@ -225,17 +224,13 @@ class Tensor:
         ``grad`` is required for non-scalar tensors (the vector of a vector-Jacobian product).
         Without ``retain_graph`` the saved arrays are freed and a second backward raises.
         """
-        from tensorlib.autograd import run_backward
-
-        run_backward(self, grad, retain_graph)
+        run_backward(self, grad.data if isinstance(grad, Tensor) else grad, retain_graph)
 
     # ----------------------------------------------------------------------------- in place
     def _bump_version(self) -> None:
         self._version[0] += 1
 
     def _check_in_place(self, what: str) -> None:
-        from tensorlib.autograd import is_grad_enabled
-
         if self.grad_fn is not None:
             raise RuntimeError(f"{what}: in-place change of a non-leaf tensor is not supported")
         if self.requires_grad and is_grad_enabled():

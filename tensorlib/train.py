@@ -18,7 +18,6 @@ data and the seeds, so notebooks can print them; the timings live in separate fi
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +29,7 @@ import numpy as np
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
 from tensorlib.tensor import Tensor
-from tensorlib.validation import positive_integer
+from tensorlib.validation import positive, positive_integer
 
 __all__ = [
     "DETERMINISTIC_FIELDS",
@@ -229,10 +228,7 @@ def train(
     if evaluate_every is not None and evaluate is None:
         raise ValueError("evaluate_every was given without an evaluate function")
     if max_grad_norm is not None:
-        if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, numbers.Real) \
-                or not 0.0 < max_grad_norm < math.inf:
-            raise ValueError(f"max_grad_norm must be a finite number > 0 or None, "
-                             f"got {max_grad_norm!r}")
+        max_grad_norm = positive(max_grad_norm, "max_grad_norm")
     if loss_fn is None and not callable(getattr(model, "loss", None)):
         raise TypeError(f"{type(model).__name__} has no loss(inputs, targets) method; "
                         "pass loss_fn(model, inputs, targets)")

@@ -14,14 +14,25 @@ from typing import Any
 import numpy as np
 
 
-def integer(value: Any, what: str, minimum: int | None = None) -> int:
-    """``value`` as an int: an integer (not a bool), at least ``minimum`` when given."""
+def integer(value: Any, what: str, minimum: int | None = None,
+            maximum: int | None = None) -> int:
+    """``value`` as an int: an integer (not a bool), within ``[minimum, maximum]`` where given."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        kind = "an integer" if minimum is None else f"an integer >= {minimum}"
-        raise TypeError(f"{what} must be {kind}, got {value!r} of type {type(value).__name__}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{what} must be an integer >= {minimum}, got {value}")
+        raise TypeError(f"{what} must be {_integer_range(minimum, maximum)}, got {value!r} of "
+                        f"type {type(value).__name__}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{what} must be {_integer_range(minimum, maximum)}, got {value}")
     return int(value)
+
+
+def _integer_range(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an integer in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f"an integer >= {minimum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return "an integer"
 
 
 def positive_integer(value: Any, what: str) -> int:
@@ -33,23 +44,56 @@ def positive_integer(value: Any, what: str) -> int:
     return int(value)
 
 
-def real(value: Any, what: str) -> float:
-    """``value`` as a finite float (not a bool)."""
+def real(value: Any, what: str, *, low: float | None = None, low_open: bool = False,
+         high: float | None = None, high_open: bool = True) -> float:
+    """``value`` as a finite float (not a bool), within the bounds where given.
+
+    ``low`` is included unless ``low_open``; ``high`` is excluded unless ``high_open`` is
+    False. The error says the whole requirement, as in "must be a finite number in [0, 1)".
+    """
+    requirement = _real_range(low, low_open, high, high_open)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r} of type "
+        raise TypeError(f"{what} must be {requirement}, got {value!r} of type "
                         f"{type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, got {value}")
-    return value
+    number = float(value)
+    below = low is not None and (number < low or (low_open and number == low))
+    above = high is not None and (number > high or (high_open and number == high))
+    if not math.isfinite(number) or below or above:
+        raise ValueError(f"{what} must be {requirement}, got {number}")
+    return number
+
+
+def _real_range(low: float | None, low_open: bool, high: float | None, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return (f"a finite number in {'(' if low_open else '['}{low:g}, "
+                f"{high:g}{')' if high_open else ']'}")
+    if low is not None:
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"a finite number {'<' if high_open else '<='} {high:g}"
+    return "a finite number"
 
 
 def non_negative(value: Any, what: str) -> float:
     """``value`` as a finite float >= 0."""
-    value = real(value, what)
-    if value < 0:
-        raise ValueError(f"{what} must be finite and >= 0, got {value}")
-    return value
+    return real(value, what, low=0.0)
+
+
+def positive(value: Any, what: str) -> float:
+    """``value`` as a finite float > 0 (an ``eps``, a temperature, a scale)."""
+    return real(value, what, low=0.0, low_open=True)
+
+
+def probability(value: Any, what: str) -> float:
+    """``value`` as a float in [0, 1) (a dropout probability: 1 would drop everything)."""
+    return real(value, what, low=0.0, high=1.0)
+
+
+def boolean(value: Any, what: str) -> bool:
+    """``value`` as a bool; a Python or numpy bool only (1 and 0 are refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def float_dtype(dtype: Any) -> np.dtype:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
+from tensorlib import Rng
 from tensorlib.gradcheck import gradcheck_module
-from tensorlib.nn import Dropout, Linear, MultiheadAttention, Rng
+from tensorlib.nn import Dropout, Linear, MultiheadAttention
 
 
 def numpy_attention(x, qkv_weight, qkv_bias, output_weight, output_bias, heads):

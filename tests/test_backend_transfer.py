@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import backend
-from tensorlib.nn import Decoder, DecoderConfig, Linear, Module, ModuleList, Parameter, Rng
+from tensorlib import Rng, backend
+from tensorlib.nn import Decoder, DecoderConfig, Linear, Module, ModuleList, Parameter
 from tensorlib.optim import AdamW
 
 

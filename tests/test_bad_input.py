@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorlib as tl
+from tensorlib import Rng
 from tensorlib.data import (
     CharTokenizer,
     batches,
@@ -46,7 +47,6 @@ from tensorlib.nn import (
     MultiheadAttention,
     Parameter,
     PositionalEmbedding,
-    Rng,
 )
 from tensorlib.nn import functional as F
 from tensorlib.optim import SGD, AdamW

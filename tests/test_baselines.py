@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from tensorlib import Rng
 from tensorlib.baselines import BigramModel, bigram_pairs
 from tensorlib.data import CharTokenizer, sequence_targets
-from tensorlib.nn import Rng
 
 # ".ab." and ".b." with the vocabulary [".", "a", "b"]: the pairs are
 # (., a) (a, b) (b, .) and (., b) (b, .).

@@ -478,7 +478,8 @@ import time
 import numpy as np
 
 import tensorlib as tl
-from tensorlib.nn import Linear, Rng
+from tensorlib.nn import Linear
+from tensorlib import Rng
 from tensorlib.optim import SGD
 from tensorlib.train import train
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
+from tensorlib import Rng
 from tensorlib.nn import (
     ActivationCapture,
     Decoder,
@@ -11,7 +12,6 @@ from tensorlib.nn import (
     HookPoint,
     Linear,
     Module,
-    Rng,
     capture_activations,
 )
 
@@ -189,3 +189,20 @@ def test_hook_points_are_plain_forward_hooks():
         changed = model(IDS).data
     assert np.abs(changed - plain).max() > 1e-3
     assert all(not p.observed for p in model.modules() if isinstance(p, HookPoint))
+
+
+def test_keep_graph_keeps_the_tensors_and_their_gradients():
+    model = make_decoder(2)
+    with capture_activations(model, keep_graph=True) as capture:
+        logits = model(IDS)
+    residual = capture["blocks.1.residual_mlp"]
+    assert isinstance(residual, tl.Tensor) and residual.requires_grad
+    np.testing.assert_array_equal(capture.arrays("embedding")[0], capture["embedding"].data)
+    # d sum(logits) / d residual by hand: through the final norm and the head
+    leaf = tl.Tensor(residual.data.copy(), requires_grad=True)
+    model.language_model_head(model.final_norm(leaf)).sum().backward()
+    logits.sum().backward()
+    np.testing.assert_allclose(residual.grad, leaf.grad, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="keep_graph must be True or False"):
+        with capture_activations(model, keep_graph=1):
+            pass

@@ -18,8 +18,8 @@ from tensorlib import no_grad
 from tensorlib.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.rng import Rng
 from tensorlib.optim import SGD, AdamW
+from tensorlib.rng import Rng
 
 
 # =============================================================================== fixtures

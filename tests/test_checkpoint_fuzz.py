@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import tensorlib.checkpoint as checkpoint
 from tensorlib.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.rng import Rng
 from tensorlib.optim import AdamW
+from tensorlib.rng import Rng
 
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

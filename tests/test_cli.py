@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from tensorlib import checkpoint
+from tensorlib import Rng, checkpoint
 from tensorlib.__main__ import main, sample_names, stream_windows, token_stream
 from tensorlib.data import CharTokenizer, sequence_targets
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.nn import Decoder, DecoderConfig
 
 TINY = ["--steps", "5", "--layers", "1", "--channels", "16", "--heads", "2",
         "--context-length", "8", "--batch-size", "4", "--eval-windows", "40"]

@@ -25,8 +25,8 @@ import pytest
 
 from tensorlib.checkpoint import inspect, load, save
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.rng import Rng
 from tensorlib.optim import AdamW
+from tensorlib.rng import Rng
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"),
                                 reason="needs os.fork and SIGKILL (POSIX)")

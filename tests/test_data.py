@@ -22,7 +22,7 @@ from tensorlib.data import (
     sequence_targets,
     train_validation_test_split,
 )
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 
 LETTERS = re.compile(r"[a-z]+")
 

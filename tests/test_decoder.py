@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
+from tensorlib import Rng, manual_seed
 from tensorlib.gradcheck import gradcheck_module
 from tensorlib.nn import (
     Decoder,
@@ -19,8 +20,6 @@ from tensorlib.nn import (
     ModuleList,
     MultiheadAttention,
     PositionalEmbedding,
-    Rng,
-    manual_seed,
 )
 from tensorlib.nn import functional as F
 
@@ -322,12 +321,14 @@ def test_generate_uses_the_default_rng_when_none_is_given():
     ({"top_k": 10}, "top_k"),
     ({"top_k": 2.0}, "top_k"),
     ({"max_new_tokens": -1}, "max_new_tokens"),
+    ({"max_new_tokens": 2.0}, "max_new_tokens"),
+    ({"use_cache": 1}, "use_cache"),
 ])
 def test_generate_validation(kwargs, message):
     model = Decoder(DecoderConfig(9, 4, 8, 2, 1), rng=Rng(6))
     arguments = {"max_new_tokens": 2} | kwargs
     rng = Rng(1)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((TypeError, ValueError), match=message):
         model.generate(np.array([[1]]), rng=rng, **arguments)
     assert rng.state == 1 and model.training
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Dropout, Module, Rng, manual_seed
-from tensorlib.nn.rng import default_rng
+from tensorlib import Rng, manual_seed
+from tensorlib.nn import Dropout, Module
+from tensorlib.rng import default_rng
 
 
 def test_same_seed_same_mask_and_the_mask_is_uniform_below_p():
@@ -92,9 +93,15 @@ def test_has_no_parameters():
     assert Dropout(0.1).parameters() == []
 
 
-@pytest.mark.parametrize("p", [1.0, -0.01, 2.0, float("nan"), None, True])
+@pytest.mark.parametrize("p", [1.0, -0.01, 2.0, float("nan")])
 def test_probability_must_be_in_zero_one(p):
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        Dropout(p)
+
+
+@pytest.mark.parametrize("p", [None, True, "0.5"])
+def test_probability_must_be_a_number(p):
+    with pytest.raises(TypeError, match=r"dropout probability must be a finite number in \[0, 1\)"):
         Dropout(p)
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import gradcheck
-from tensorlib.nn import Embedding, PositionalEmbedding, Rng
+from tensorlib import Rng, gradcheck
+from tensorlib.nn import Embedding, PositionalEmbedding
 from tensorlib.nn import functional as F
 
 

@@ -11,8 +11,7 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import gradcheck
-from tensorlib.nn import Rng
+from tensorlib import Rng, gradcheck
 from tensorlib.nn import functional as F
 
 from helpers import count_nodes
@@ -204,8 +203,8 @@ def test_causal_mask_boolean_and_additive():
     additive = F.causal_mask(3, additive=True).data
     assert additive.dtype == np.float32
     np.testing.assert_array_equal(additive, [[0, -np.inf, -np.inf], [0, 0, -np.inf], [0, 0, 0]])
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(ValueError, match="positive integer"):
+    for bad, error in ((0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="causal_mask length must be a positive integer"):
             F.causal_mask(bad)
 
 
@@ -333,9 +332,11 @@ def test_functional_dropout_identity_cases_draw_nothing():
     assert rng.state == 9
 
 
-@pytest.mark.parametrize("p", [1.0, -0.1, 1.5, float("nan"), True, "0.5"])
-def test_functional_dropout_rejects_bad_probability(p):
-    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+@pytest.mark.parametrize(("p", "error"), [(1.0, ValueError), (-0.1, ValueError),
+                                          (1.5, ValueError), (float("nan"), ValueError),
+                                          (True, TypeError), ("0.5", TypeError)])
+def test_functional_dropout_rejects_bad_probability(p, error):
+    with pytest.raises(error, match=r"\[0, 1\)"):
         F.dropout(tl.ones(2), p)
 
 

@@ -8,11 +8,11 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import gradcheck
-from tensorlib.autograd import Function
+from tensorlib import Rng, gradcheck
 from tensorlib.kernels import erf_float32
-from tensorlib.nn import Linear, Rng
+from tensorlib.nn import Linear
 from tensorlib.nn import functional as F
+from tensorlib.ops.function import Function
 from tensorlib.optim import AdamW
 
 from helpers import assert_same_adamw_run, count_nodes

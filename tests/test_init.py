@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tensorlib.nn import Rng, init
+from tensorlib import Rng
+from tensorlib.nn import init
 
 
 def test_policies_are_the_six_names():

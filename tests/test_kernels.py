@@ -8,8 +8,8 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import kernels, ops
-from tensorlib.nn import Linear, Rng
+from tensorlib import Rng, kernels, ops
+from tensorlib.nn import Linear
 from tensorlib.nn import functional as F
 from tensorlib.ops.elementwise import exact_gelu
 from tensorlib.ops.softmax import softmax

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Decoder, DecoderConfig, KVCache, MultiheadAttention, Rng
+from tensorlib import Rng
+from tensorlib.nn import Decoder, DecoderConfig, KVCache, MultiheadAttention
 
 from helpers import perturb_constants
 

@@ -68,9 +68,11 @@ def test_non_affine_mode_has_no_parameters():
     assert gradcheck(lambda t: layer(t), x)
 
 
-@pytest.mark.parametrize("eps", [0.0, -1e-5, float("nan"), float("inf"), "1e-5", True])
-def test_epsilon_must_be_positive(eps):
-    with pytest.raises(ValueError, match="eps"):
+@pytest.mark.parametrize(("eps", "error"), [(0.0, ValueError), (-1e-5, ValueError),
+                                            (float("nan"), ValueError), (float("inf"), ValueError),
+                                            ("1e-5", TypeError), (True, TypeError)])
+def test_epsilon_must_be_positive(eps, error):
+    with pytest.raises(error, match="LayerNorm eps must be a finite number > 0"):
         LayerNorm(4, eps=eps)
 
 

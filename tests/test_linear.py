@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import gradcheck
+from tensorlib import Rng, gradcheck, manual_seed
 from tensorlib.gradcheck import gradcheck_module
-from tensorlib.nn import Linear, Rng, manual_seed
-from tensorlib.nn.rng import default_rng
+from tensorlib.nn import Linear
+from tensorlib.rng import default_rng
 
 
 def test_names_shapes_and_default_init():

@@ -26,8 +26,9 @@ import weakref
 import numpy as np
 import pytest
 
+from tensorlib import Rng
 from tensorlib.data import random_batch
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW
 
 pytestmark = pytest.mark.slow

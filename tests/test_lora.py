@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import checkpoint, gradcheck
-from tensorlib.nn import Decoder, DecoderConfig, Linear, Rng
+from tensorlib import Rng, checkpoint, gradcheck
+from tensorlib.nn import Decoder, DecoderConfig, Linear
 from tensorlib.nn.lora import (
     LoRALinear,
     LowRankAdapter,

@@ -34,7 +34,8 @@ PROBE = textwrap.dedent("""
     import resource, sys
     import numpy as np
     from tensorlib import memory
-    from tensorlib.nn import Decoder, DecoderConfig, Rng
+    from tensorlib.nn import Decoder, DecoderConfig
+    from tensorlib import Rng
     from tensorlib.optim import AdamW
 
     config = DecoderConfig(vocabulary_size=28, context_length=64, channels=128, heads=4,

@@ -5,8 +5,9 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
+from tensorlib import Rng
 from tensorlib.gradcheck import gradcheck_module
-from tensorlib.nn import GELU, MLP, Identity, Linear, ReLU, Rng, Sigmoid, Tanh
+from tensorlib.nn import GELU, MLP, Identity, Linear, ReLU, Sigmoid, Tanh
 
 
 def test_layer_count_children_and_names():

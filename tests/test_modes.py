@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Dropout, Linear, Module, Rng
+from tensorlib import Rng
+from tensorlib.nn import Dropout, Linear, Module
 from tensorlib.nn.modes import evaluation_mode
 
 

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Linear, Module, Parameter, Rng
+from tensorlib import Rng
+from tensorlib.nn import Linear, Module, Parameter
 from tensorlib.nn import functional as F
 from tensorlib.optim import SGD, AdamW
 from tensorlib.train import TrainingDivergedError, train

@@ -12,10 +12,9 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import GradcheckError, Tensor, gradcheck, ops
-from tensorlib.autograd import Function
-from tensorlib.nn import Rng
+from tensorlib import GradcheckError, Rng, Tensor, gradcheck, ops
 from tensorlib.nn import functional as F
+from tensorlib.ops.function import Function
 
 # --------------------------------------------------------------------------- input data
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Decoder, DecoderConfig, Linear, Rng
+from tensorlib import Rng
+from tensorlib.nn import Decoder, DecoderConfig, Linear
 from tensorlib.nn.lora import LoRALinear, attach_lora, lora_parameters, merge_lora
 from tensorlib.nn.quant import (
     NF4_LEVELS,

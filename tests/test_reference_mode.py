@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib import Rng
+from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW
 
 from helpers import perturb_constants

@@ -1,4 +1,4 @@
-"""Tests for tensorlib.nn.rng: the splitmix64 generator and its distributions."""
+"""Tests for tensorlib.rng: the splitmix64 generator and its distributions."""
 
 import math
 import time
@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tensorlib.nn import Rng
+from tensorlib import Rng
 
 MASK = 2**64 - 1
 GAMMA = 0x9E3779B97F4A7C15

@@ -7,8 +7,8 @@ import types
 import numpy as np
 import pytest
 
-from tensorlib import Tensor, custom_gradient, is_grad_enabled
-from tensorlib.nn import Linear, Module, Rng
+from tensorlib import Rng, Tensor, custom_gradient, is_grad_enabled
+from tensorlib.nn import Linear, Module
 from tensorlib.optim import SGD, WarmupCosineSchedule, warmup_cosine_lr
 from tensorlib.train import (
     DETERMINISTIC_FIELDS,

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tensorlib import Tensor
-from tensorlib.nn import MLP, Linear, Rng
+from tensorlib import Rng, Tensor
+from tensorlib.nn import MLP, Linear
 from tensorlib.scalar.engine import Value
 from tensorlib.viz import (
     INSTALL_HINT,
@@ -250,9 +250,9 @@ def test_layout_arguments_are_checked():
         draw_graph(value_expression(), rankdir="sideways")
     with pytest.raises(ValueError, match="max_width"):
         draw_graph(value_expression(), max_width=50)
-    with pytest.raises(ValueError, match="max_width"):
+    with pytest.raises(TypeError, match="max_width"):
         draw_module(deep_mlp(2), max_width=True)
-    with pytest.raises(ValueError, match="max_nodes"):
+    with pytest.raises(TypeError, match="max_nodes"):
         draw_graph(value_expression(), max_nodes=2.5)
 
 

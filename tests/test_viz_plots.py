@@ -8,8 +8,8 @@ from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
-from tensorlib import Tensor
-from tensorlib.nn import MLP, Linear, Rng, functional
+from tensorlib import Rng, Tensor
+from tensorlib.nn import MLP, Linear, functional
 from tensorlib.optim import SGD
 from tensorlib.train import train
 from tensorlib.viz import (

@@ -1,15 +1,15 @@
-"""Splitting a data set and cutting it into mini-batches, all seeded by ``tensorlib.nn.Rng``."""
+"""Splitting a data set and cutting it into mini-batches, all seeded by ``tensorlib.Rng``."""
 
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
 
-from tensorlib.nn.rng import Rng
+from tensorlib import validation
+from tensorlib.rng import Rng
 
 __all__ = ["batches", "random_batch", "train_validation_test_split"]
 
@@ -17,11 +17,7 @@ Items = TypeVar("Items", list, np.ndarray)
 
 
 def _check_batch_size(batch_size) -> int:
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
-    return int(batch_size)
+    return validation.positive_integer(batch_size, "batch_size")
 
 
 def _aligned_arrays(arrays: Sequence) -> tuple[list[np.ndarray], int]:

@@ -3,7 +3,7 @@
 Every function returns ``(points, labels)``: float32 points of shape (N, 2) and int64
 labels of shape (N,) with values in ``0 .. classes - 1``. Class sizes differ by at most one
 (earlier classes get the extra points). Points are shuffled with the same seeded
-``tensorlib.nn.Rng`` that draws the noise, so a seed fixes the whole data set.
+``tensorlib.Rng`` that draws the noise, so a seed fixes the whole data set.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 
 __all__ = ["make_blobs", "make_circles", "make_moons", "make_spirals"]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from tensorlib import validation
+
 __all__ = ["enabled", "is_reference_mode", "reference_mode", "set_reference_mode"]
 
 _reference = False
@@ -28,8 +30,7 @@ def set_reference_mode(on: bool) -> bool:
     """Turn reference mode on (True) or off (False) for the whole process; return the mode
     that was in force before, so that a caller can restore it."""
     global _reference
-    if not isinstance(on, bool):
-        raise TypeError(f"reference mode must be True or False, got {on!r}")
+    on = validation.boolean(on, "reference mode")
     previous, _reference = _reference, on
     return previous
 

@@ -1,5 +1,5 @@
-"""tensorlib.nn: modules, parameters, the splitmix64 RNG, initialization policies, layers,
-losses and the GPT-style decoder."""
+"""tensorlib.nn: modules, parameters, initialization policies, layers, losses and the
+GPT-style decoder. The splitmix64 generator they draw from is :class:`tensorlib.Rng`."""
 
 from tensorlib.nn import functional, init
 from tensorlib.nn.attention import KVCache, MultiheadAttention
@@ -37,14 +37,13 @@ from tensorlib.nn.quant import (
     quantize_linear,
     quantize_model,
 )
-from tensorlib.nn.rng import Rng, default_rng, manual_seed
 from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 
 __all__ = [
     "GELU", "MLP", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding",
     "HookPoint", "Identity", "LayerNorm", "Linear", "Module", "ModuleList", "MultiheadAttention",
-    "Parameter", "PositionalEmbedding", "ReLU", "Rng", "Sigmoid", "StateDictError", "Tanh",
-    "default_rng", "evaluation_mode", "functional", "init", "manual_seed",
+    "Parameter", "PositionalEmbedding", "ReLU", "Sigmoid", "StateDictError", "Tanh",
+    "evaluation_mode", "functional", "init",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",
     "export_merged", "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",

@@ -18,7 +18,7 @@ from tensorlib.nn.layers import (
     resolve_rng,
 )
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
 __all__ = ["KVCache", "MultiheadAttention"]
@@ -95,7 +95,7 @@ class MultiheadAttention(Module):
             raise ValueError(f"channels ({self.channels}) must be divisible by heads "
                              f"({self.heads})")
         self.head_width = self.channels // self.heads
-        F.check_probability(dropout)
+        validation.probability(dropout, "dropout")
         dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)
         bound = math.sqrt(3.0 / self.channels)

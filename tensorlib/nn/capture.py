@@ -16,6 +16,10 @@ at ``decoder`` gives ``decoder.embedding``):
 - ``blocks.<i>.residual_mlp``: the residual stream after the MLP branch (the block's
   output), ``(B, T, C)``.
 
+With ``keep_graph=True`` the capture keeps the Tensors themselves instead of host copies, each
+with ``retain_grad()``: after a backward pass through the model's output, ``capture[name].grad``
+holds d loss / d value (:func:`tensorlib.viz.record_activations` is built on this).
+
 Here ``T`` is the number of positions the pass computes and ``T_total`` the number it
 attends over: equal for an ordinary forward pass; during cached generation
 (:meth:`Decoder.generate` with ``use_cache=True``) the prefill pass records the prompt
@@ -34,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import HookPoint
 from tensorlib.nn.module import Module
@@ -49,17 +54,24 @@ class ActivationCapture:
     """What :func:`capture_activations` recorded.
 
     ``passes`` holds one dict per forward pass of the model (a full forward pass, a
-    generation prefill, or one cached generation step), mapping names to numpy copies, in
-    the order they were computed. A pass ends when a name it already holds is recorded again.
+    generation prefill, or one cached generation step), mapping names to numpy copies (to
+    the Tensors themselves with ``keep_graph``), in the order they were computed. A pass ends
+    when a name it already holds is recorded again.
     """
 
-    def __init__(self) -> None:
-        self.passes: list[dict[str, np.ndarray]] = []
+    def __init__(self, keep_graph: bool = False) -> None:
+        self.keep_graph = keep_graph
+        self.passes: list[dict[str, Any]] = []
 
     def _record(self, name: str, tensor: Tensor) -> None:
         if not self.passes or name in self.passes[-1]:
             self.passes.append({})
-        self.passes[-1][name] = to_numpy(tensor.data)  # a host copy
+        if self.keep_graph:
+            if tensor.requires_grad:
+                tensor.retain_grad()
+            self.passes[-1][name] = tensor
+        else:
+            self.passes[-1][name] = to_numpy(tensor.data)  # a host copy
 
     @property
     def names(self) -> list[str]:
@@ -80,15 +92,18 @@ class ActivationCapture:
         if name not in self:
             raise KeyError(f"nothing recorded under {name!r}; recorded names: {self.names}")
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        """The array recorded under ``name`` by the latest pass that recorded it."""
+    def __getitem__(self, name: str) -> Any:
+        """The array (Tensor with ``keep_graph``) recorded under ``name`` by the latest pass
+        that recorded it."""
         self._check_name(name)
         return next(record[name] for record in reversed(self.passes) if name in record)
 
     def arrays(self, name: str) -> list[np.ndarray]:
-        """The arrays recorded under ``name``, one per pass, oldest first."""
+        """The arrays recorded under ``name``, one per pass, oldest first (host copies, also
+        with ``keep_graph``)."""
         self._check_name(name)
-        return [record[name] for record in self.passes if name in record]
+        return [to_numpy(record[name].data) if self.keep_graph else record[name]
+                for record in self.passes if name in record]
 
     def attention_map(self, name: str = "blocks.0.attention.probabilities") -> np.ndarray:
         """Join the attention rows of the passes over one growing sequence (a prefill and
@@ -136,15 +151,17 @@ def _hook_points(model: Any) -> list[tuple[str, HookPoint]]:
 
 
 @contextmanager
-def capture_activations(model: Module) -> Iterator[ActivationCapture]:
+def capture_activations(model: Module, keep_graph: bool = False) -> Iterator[ActivationCapture]:
     """Record the output of every HookPoint of ``model`` in each forward pass inside the
     ``with`` block (see the module docstring for a Decoder's names).
 
+    ``keep_graph=True`` keeps the Tensors (with ``retain_grad()``) instead of host copies.
     The hooks are removed on leaving the block, also when an exception leaves it.
     Capturing HookPoints that another capture is recording raises RuntimeError.
     """
+    keep_graph = validation.boolean(keep_graph, "keep_graph")
     points = _hook_points(model)
-    capture = ActivationCapture()
+    capture = ActivationCapture(keep_graph)
     handles = []
     try:
         for name, point in points:

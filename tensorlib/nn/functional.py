@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import ops
+from tensorlib import ops, validation
 from tensorlib.backend import array_module
-from tensorlib.nn.rng import Rng, default_rng
 from tensorlib.ops.softmax import causal_forbidden
+from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -192,8 +192,7 @@ def causal_mask(length: int, additive: bool = False, dtype: Any = np.float32) ->
     By default a boolean tensor, True where attention is forbidden (column > row). With
     ``additive=True`` a float tensor of ``dtype``: 0 on and below the diagonal, -inf above.
     """
-    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 1:
-        raise ValueError(f"causal_mask length must be a positive integer, got {length!r}")
+    length = validation.positive_integer(length, "causal_mask length")
     forbidden = causal_forbidden(np, length, length)
     if not additive:
         return Tensor(forbidden)
@@ -216,8 +215,7 @@ def apply_causal_mask(scores: Tensor) -> Tensor:
 
 
 def _check_causal_scores(scores: Any, offset: int, what: str) -> int:
-    if isinstance(offset, bool) or not isinstance(offset, numbers.Integral) or offset < 0:
-        raise ValueError(f"{what} offset must be an integer >= 0, got {offset!r}")
+    offset = validation.integer(offset, f"{what} offset", minimum=0)
     if offset == 0:
         _check_scores(scores, what)
         return 0
@@ -282,8 +280,7 @@ def linear_reference(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> T
 # --------------------------------------------------------------------------------- attention
 def _check_attention(qkv: Any, heads: int) -> None:
     _check_floating(qkv, "causal_attention qkv")
-    if isinstance(heads, bool) or not isinstance(heads, numbers.Integral) or heads < 1:
-        raise ValueError(f"causal_attention heads must be a positive integer, got {heads!r}")
+    validation.positive_integer(heads, "causal_attention heads")
     if qkv.ndim != 3 or qkv.shape[-1] % (3 * heads) or qkv.shape[1] == 0:
         raise ValueError(f"causal_attention expects qkv of shape (B, T, 3C) with T >= 1 and C "
                          f"divisible by heads={heads}, got shape {qkv.shape}")
@@ -322,9 +319,7 @@ def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
     _check_floating(x, "layer_norm input")
     if x.ndim == 0 or x.shape[-1] == 0:
         raise ValueError(f"layer_norm needs a non-empty last axis, got shape {x.shape}")
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0 \
-            or not math.isfinite(eps):
-        raise ValueError(f"layer_norm eps must be a finite number > 0, got {eps!r}")
+    validation.positive(eps, "layer_norm eps")
     for name, value in (("weight", weight), ("bias", bias)):
         if value is None:
             continue
@@ -380,13 +375,6 @@ def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------------- dropout
-def check_probability(p: Any) -> float:
-    """``p`` as a float if it is a number in [0, 1), else ValueError."""
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout probability must be a number in [0, 1), got {p!r}")
-    return float(p)
-
-
 def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> np.ndarray:
     """Draw the inverted-dropout multiplier: 0 where uniform(0, 1) < p, else 1/(1-p)."""
     dropped = rng.uniform(0.0, 1.0, size=x.shape) < p
@@ -400,7 +388,7 @@ def resolve_rng(rng: Any) -> Rng:
     if rng is None:
         return default_rng()
     if not isinstance(rng, Rng):
-        raise TypeError(f"rng must be a tensorlib.nn.Rng or None, got {type(rng).__name__}")
+        raise TypeError(f"rng must be a tensorlib.Rng or None, got {type(rng).__name__}")
     return rng
 
 
@@ -410,7 +398,7 @@ def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) 
     Returns ``x`` itself, drawing nothing from the RNG, when ``training`` is False or p == 0.
     The mask is ``rng.uniform(0, 1, x.shape) < p`` (the default RNG when ``rng`` is None).
     """
-    p = check_probability(p)
+    p = validation.probability(p, "dropout probability")
     _check_floating(x, "dropout input")
     generator = resolve_rng(rng)
     if not training or p == 0.0:
@@ -421,7 +409,7 @@ def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) 
 def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,
                       training: bool = True) -> Tensor:
     """The primitive twin of ``dropout`` (same draws): x * Tensor(multiplier)."""
-    p = check_probability(p)
+    p = validation.probability(p, "dropout probability")
     _check_floating(x, "dropout input")
     generator = resolve_rng(rng)
     if not training or p == 0.0:

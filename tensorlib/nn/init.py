@@ -11,19 +11,18 @@ Six policies, by name (see :data:`POLICIES`):
 
 Fans follow the PyTorch convention: a weight has shape ``(out, in, *receptive_field)``
 (``Linear.weight`` is ``(out_features, in_features)``); the receptive field multiplies both
-fans. Random policies take an explicit :class:`~tensorlib.nn.rng.Rng` and fill the array in
+fans. Random policies take an explicit :class:`~tensorlib.rng.Rng` and fill the array in
 C order from its vectorized draws, so the same seed always gives the same weights.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.nn.rng import Rng, normalize_shape
+from tensorlib.rng import Rng, normalize_shape
 
 __all__ = [
     "POLICIES",
@@ -55,17 +54,12 @@ def _check_rng(rng, policy: str) -> Rng:
     if rng is None:
         raise ValueError(f"init policy {policy!r} is random and needs an rng (an Rng instance)")
     if not isinstance(rng, Rng):
-        raise TypeError(f"rng must be a tensorlib.nn.Rng, got {type(rng).__name__}")
+        raise TypeError(f"rng must be a tensorlib.Rng, got {type(rng).__name__}")
     return rng
 
 
 def _check_gain(gain) -> float:
-    if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, numbers.Real):
-        raise TypeError(f"gain must be a real number, got {gain!r}")
-    gain = float(gain)
-    if not (math.isfinite(gain) and gain >= 0):
-        raise ValueError(f"gain must be finite and non-negative, got {gain}")
-    return gain
+    return validation.non_negative(gain, "gain")
 
 
 def fan_in_and_fan_out(shape) -> tuple[int, int]:

@@ -1,15 +1,14 @@
 """The basic layers: Linear, Embedding, PositionalEmbedding, LayerNorm, Dropout, MLP and
 activation modules.
 
-Every layer that draws random numbers takes ``rng`` (an :class:`~tensorlib.nn.rng.Rng`); when
-it is None the process-wide default generator (:func:`tensorlib.nn.rng.default_rng`, reseeded
-by :func:`tensorlib.nn.rng.manual_seed`) is used, so construction is always deterministic.
+Every layer that draws random numbers takes ``rng`` (an :class:`~tensorlib.rng.Rng`); when
+it is None the process-wide default generator (:func:`tensorlib.rng.default_rng`, reseeded
+by :func:`tensorlib.rng.manual_seed`) is used, so construction is always deterministic.
 Weights are float32 unless ``dtype`` says otherwise (float64 for gradient checks).
 """
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.init import POLICIES, initialize
 from tensorlib.nn.module import Module, ModuleList, Parameter
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -193,9 +192,7 @@ class LayerNorm(Module):
                  dtype: Any = np.float32):
         super().__init__()
         self.normalized_width = validation.positive_integer(normalized_width, "normalized_width")
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < np.inf:
-            raise ValueError(f"LayerNorm eps must be a finite number > 0, got {eps!r}")
-        self.eps = float(eps)
+        self.eps = validation.positive(eps, "LayerNorm eps")
         dtype = validation.float_dtype(dtype)
         if affine:
             self.weight = Parameter(initialize("one", (self.normalized_width,), dtype=dtype))
@@ -223,9 +220,9 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, rng: Rng | None = None):
         super().__init__()
-        self.p = F.check_probability(p)
+        self.p = validation.probability(p, "dropout probability")
         if rng is not None and not isinstance(rng, Rng):
-            raise TypeError(f"rng must be a tensorlib.nn.Rng or None, got {type(rng).__name__}")
+            raise TypeError(f"rng must be a tensorlib.Rng or None, got {type(rng).__name__}")
         self.rng = rng
 
     def forward(self, x: Tensor) -> Tensor:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import numbers
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,7 +34,7 @@ from tensorlib.autograd import no_grad
 from tensorlib.nn.layers import Linear, resolve_rng
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.nn.quant import NF4Linear
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -51,11 +50,7 @@ __all__ = [
 
 def check_alpha(alpha: Any) -> float:
     """``alpha`` as a float if it is a finite number > 0, else raise."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"LoRA alpha must be a number, got {alpha!r}")
-    if not 0.0 < float(alpha) < math.inf:
-        raise ValueError(f"LoRA alpha must be a finite number > 0, got {alpha!r}")
-    return float(alpha)
+    return validation.positive(alpha, "LoRA alpha")
 
 
 class LowRankAdapter(Module):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import inspect
 import math
-import numbers
 import sys
 import types
 from collections.abc import Iterable
@@ -32,6 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
@@ -99,9 +99,8 @@ class NF4Weight(NamedTuple):
 # ----------------------------------------------------------------------------- validation
 def check_block_size(block_size: Any) -> int:
     """``block_size`` as an int if it is a positive even integer, else raise."""
-    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral):
-        raise TypeError(f"block_size must be a positive even integer, got {block_size!r}")
-    if block_size < 2 or block_size % 2:
+    block_size = validation.integer(block_size, "block_size", minimum=2)
+    if block_size % 2:
         raise ValueError(f"block_size must be a positive even integer (two codes share a "
                          f"byte), got {block_size}")
     return int(block_size)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +23,7 @@ from tensorlib.nn.layers import (
 )
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList
-from tensorlib.nn.rng import Rng
+from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
 __all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
@@ -49,7 +47,7 @@ class DecoderBlock(Module):
         validation.positive_integer(heads, "heads")
         if self.channels % heads:
             raise ValueError(f"channels ({self.channels}) must be divisible by heads ({heads})")
-        F.check_probability(dropout)
+        validation.probability(dropout, "dropout")
         dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
         hidden = 4 * self.channels
@@ -90,12 +88,8 @@ class DecoderConfig:
         if self.channels % self.heads:
             raise ValueError(f"DecoderConfig: channels ({self.channels}) must be divisible by "
                              f"heads ({self.heads})")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, numbers.Real) \
-                or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"DecoderConfig.dropout must be in [0, 1), got {self.dropout!r}")
-        if isinstance(self.eps, bool) or not isinstance(self.eps, numbers.Real) \
-                or not 0.0 < self.eps < math.inf:
-            raise ValueError(f"DecoderConfig.eps must be a finite number > 0, got {self.eps!r}")
+        validation.probability(self.dropout, "DecoderConfig.dropout")
+        validation.positive(self.eps, "DecoderConfig.eps")
 
 
 class Decoder(Module):
@@ -227,21 +221,12 @@ class Decoder(Module):
         rounding, not bit for bit (the sums run in another order).
         """
         ids = self._token_ids(token_ids)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
-                or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be a non-negative integer, "
-                             f"got {max_new_tokens!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
-                or not 0.0 < temperature < math.inf:
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
-        vocabulary = self.config.vocabulary_size
-        if top_k is not None and (isinstance(top_k, bool)
-                                  or not isinstance(top_k, numbers.Integral)
-                                  or not 1 <= top_k <= vocabulary):
-            raise ValueError(f"top_k must be None or an integer in [1, {vocabulary}], "
-                             f"got {top_k!r}")
-        if not isinstance(use_cache, (bool, np.bool_)):
-            raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
+        max_new_tokens = validation.integer(max_new_tokens, "max_new_tokens", minimum=0)
+        temperature = validation.positive(temperature, "temperature")
+        if top_k is not None:
+            top_k = validation.integer(top_k, "top_k", minimum=1,
+                                       maximum=self.config.vocabulary_size)
+        use_cache = validation.boolean(use_cache, "use_cache")
         generator = resolve_rng(rng)
         window = self.config.context_length
         with evaluation_mode(self):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib.autograd import Context, Function, unbroadcast
+from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
 
 
 def _check_broadcast(name: str, a: Any, b: Any) -> None:

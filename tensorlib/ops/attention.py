@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib.autograd import Context, Function
+from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.kernels import row_sum
+from tensorlib.ops.function import Function
 from tensorlib.ops.softmax import softmax
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from scipy import special
 
 from tensorlib import kernels
-from tensorlib.autograd import Context, Function
+from tensorlib.autograd import Context
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
 
 
 class Exp(Function):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tensorlib import kernels
-from tensorlib.autograd import Context, Function
+from tensorlib.autograd import Context
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
 
 
 class Embedding(Function):

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from tensorlib import kernels
-from tensorlib.autograd import Context, Function, unbroadcast
+from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
 from tensorlib.kernels import column_sum
+from tensorlib.ops.function import Function
 
 
 def _check_matmul_shapes(a: Any, b: Any) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib.autograd import Context, Function
+from tensorlib.autograd import Context
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
 
 
 def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,

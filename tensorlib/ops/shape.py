@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.autograd import Context, Function, unbroadcast
+from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
+from tensorlib.tensor import Tensor
 
 
 class Reshape(Function):
@@ -51,8 +53,6 @@ class Expand(Function):
 
 def normalize_index(index: Any, shape: tuple[int, ...]) -> Any:
     """Turn Tensors and lists inside an index into arrays, so numpy sees a plain index."""
-    from tensorlib.tensor import Tensor
-
     def convert(item: Any) -> Any:
         if isinstance(item, Tensor):
             item = item.data

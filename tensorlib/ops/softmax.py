@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from tensorlib import kernels
-from tensorlib.autograd import Context, Function
+from tensorlib.autograd import Context
 from tensorlib.backend import array_module
+from tensorlib.ops.function import Function
 
 
 def causal_forbidden(xp: Any, queries: int, keys: int, offset: int = 0) -> Any:

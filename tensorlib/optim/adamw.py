@@ -6,15 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import kernels
+from tensorlib import kernels, validation
 from tensorlib.autograd import no_grad
 from tensorlib.backend import array_module
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
 from tensorlib.optim.optimizer import (
     Optimizer,
     ParamsOrModule,
-    check_int,
-    check_real,
     staged_array,
 )
 
@@ -22,8 +20,8 @@ from tensorlib.optim.optimizer import (
 def _check_betas(value: Any) -> tuple[float, float]:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
         raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
-    return (check_real("beta1", value[0], low=0.0, high=1.0),
-            check_real("beta2", value[1], low=0.0, high=1.0))
+    return (validation.real(value[0], "beta1", low=0.0, high=1.0),
+            validation.real(value[1], "beta2", low=0.0, high=1.0))
 
 
 class AdamW(Optimizer):
@@ -86,7 +84,7 @@ class AdamW(Optimizer):
 
     @eps.setter
     def eps(self, value: float) -> None:
-        self._eps = check_real("eps", value, low=0.0, low_open=True)
+        self._eps = validation.real(value, "eps", low=0.0, low_open=True)
 
     @property
     def weight_decay(self) -> float:
@@ -94,7 +92,7 @@ class AdamW(Optimizer):
 
     @weight_decay.setter
     def weight_decay(self, value: float) -> None:
-        self._weight_decay = check_real("weight_decay", value, low=0.0)
+        self._weight_decay = validation.real(value, "weight_decay", low=0.0)
 
     @property
     def max_grad_norm(self) -> float:
@@ -102,7 +100,7 @@ class AdamW(Optimizer):
 
     @max_grad_norm.setter
     def max_grad_norm(self, value: float) -> None:
-        self._max_grad_norm = check_real("max_grad_norm", value, low=0.0)
+        self._max_grad_norm = validation.real(value, "max_grad_norm", low=0.0)
 
     def config(self) -> dict[str, Any]:
         """The hyperparameters as a plain dict (the ``"config"`` of ``state_dict()``)."""
@@ -194,17 +192,17 @@ class AdamW(Optimizer):
         keys = ("lr", "betas", "eps", "weight_decay", "max_grad_norm")
         self._check_state_header(state, "AdamW", keys)
         config = state["config"]
-        lr = check_real("lr", config["lr"], low=0.0)
+        lr = validation.real(config["lr"], "lr", low=0.0)
         betas = _check_betas(config["betas"])
-        eps = check_real("eps", config["eps"], low=0.0, low_open=True)
-        weight_decay = check_real("weight_decay", config["weight_decay"], low=0.0)
-        max_grad_norm = check_real("max_grad_norm", config["max_grad_norm"], low=0.0)
+        eps = validation.real(config["eps"], "eps", low=0.0, low_open=True)
+        weight_decay = validation.real(config["weight_decay"], "weight_decay", low=0.0)
+        max_grad_norm = validation.real(config["max_grad_norm"], "max_grad_norm", low=0.0)
         entries = []
         for index, entry in enumerate(state["state"]):
             for key in ("step", "first_moment", "second_moment"):
                 if key not in entry:
                     raise KeyError(f"state entry {index} is missing '{key}'")
-            step = check_int(f"step of {self.describe(index)}", entry["step"])
+            step = validation.integer(entry["step"], f"step of {self.describe(index)}", minimum=0)
             parameter = self.parameters[index]
             first = staged_array(f"first moment of {self.describe(index)}",
                                  entry["first_moment"], parameter)

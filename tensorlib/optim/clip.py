@@ -6,11 +6,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn.module import Parameter
 from tensorlib.optim.optimizer import (
     ParamsOrModule,
-    check_real,
     collect_parameters,
     gradient_array,
 )
@@ -53,7 +53,7 @@ def clip_grad_norm(params_or_module: ParamsOrModule, max_norm: float) -> float:
     multiplied by ``max_norm / (norm + 1e-6)`` (in the gradient's dtype). A non-finite norm
     raises ValueError and leaves the gradients unchanged.
     """
-    max_norm = check_real("max_norm", max_norm, low=0.0, low_open=True)
+    max_norm = validation.real(max_norm, "max_norm", low=0.0, low_open=True)
     present = _present_gradients(params_or_module)
     norm = gradient_norm_of_arrays([grad for _, grad in present])
     if not math.isfinite(norm):

@@ -7,13 +7,12 @@ all-or-nothing: every gradient and every new value is checked before any paramet
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.tensor import Tensor
@@ -61,32 +60,6 @@ def collect_parameters(params_or_module: ParamsOrModule) -> tuple[list[Parameter
             )
         seen[id(parameter)] = index
     return parameters, names
-
-
-def check_real(name: str, value: Any, *, low: float | None = None, low_open: bool = False,
-               high: float | None = None, high_open: bool = True) -> float:
-    """``value`` as a finite float within the given bounds, else TypeError/ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite, got {number}")
-    if low is not None and (number < low or (low_open and number == low)):
-        relation = ">" if low_open else ">="
-        raise ValueError(f"{name} must be {relation} {low}, got {number}")
-    if high is not None and (number > high or (high_open and number == high)):
-        relation = "<" if high_open else "<="
-        raise ValueError(f"{name} must be {relation} {high}, got {number}")
-    return number
-
-
-def check_int(name: str, value: Any, *, low: int = 0) -> int:
-    """``value`` as an int >= ``low`` (bools and floats are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if int(value) < low:
-        raise ValueError(f"{name} must be >= {low}, got {int(value)}")
-    return int(value)
 
 
 def all_finite(array: Any) -> bool:
@@ -148,7 +121,7 @@ class Optimizer:
 
     @lr.setter
     def lr(self, value: float) -> None:
-        self._lr = check_real("lr", value, low=0.0)
+        self._lr = validation.real(value, "lr", low=0.0)
 
     def describe(self, index: int) -> str:
         """``parameter 2 ('blocks.0.weight', shape (4, 4))`` for error messages."""

@@ -24,15 +24,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tensorlib.optim.optimizer import check_int, check_real
+from tensorlib import validation
 
 
 def _check_schedule(base_lr: float, warmup_steps: int, total_steps: int,
                     min_lr: float) -> tuple[float, int, int, float]:
-    base_lr = check_real("base_lr", base_lr, low=0.0)
-    warmup_steps = check_int("warmup_steps", warmup_steps, low=0)
-    total_steps = check_int("total_steps", total_steps, low=1)
-    min_lr = check_real("min_lr", min_lr, low=0.0)
+    base_lr = validation.real(base_lr, "base_lr", low=0.0)
+    warmup_steps = validation.integer(warmup_steps, "warmup_steps", minimum=0)
+    total_steps = validation.integer(total_steps, "total_steps", minimum=1)
+    min_lr = validation.real(min_lr, "min_lr", low=0.0)
     if warmup_steps > total_steps:
         raise ValueError(
             f"warmup_steps ({warmup_steps}) must not exceed total_steps ({total_steps})"
@@ -45,7 +45,7 @@ def _check_schedule(base_lr: float, warmup_steps: int, total_steps: int,
 def warmup_cosine_lr(step: int, base_lr: float, warmup_steps: int, total_steps: int,
                      min_lr: float = 0.0) -> float:
     """The learning rate of update ``step`` (1-based; see the module docstring)."""
-    step = check_int("step", step, low=0)
+    step = validation.integer(step, "step", minimum=0)
     base_lr, warmup_steps, total_steps, min_lr = _check_schedule(
         base_lr, warmup_steps, total_steps, min_lr
     )
@@ -119,7 +119,7 @@ class WarmupCosineSchedule:
                              "not 'WarmupCosineSchedule'")
         config = _check_schedule(state["base_lr"], state["warmup_steps"],
                                  state["total_steps"], state["min_lr"])
-        last_step = check_int("last_step", state["last_step"], low=0)
+        last_step = validation.integer(state["last_step"], "last_step", minimum=0)
         self.base_lr, self.warmup_steps, self.total_steps, self.min_lr = config
         self.last_step = last_step
         self._apply()

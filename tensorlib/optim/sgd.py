@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.optim.optimizer import (
     Optimizer,
     ParamsOrModule,
-    check_real,
     staged_array,
 )
 
@@ -37,7 +37,7 @@ class SGD(Optimizer):
 
     @momentum.setter
     def momentum(self, value: float) -> None:
-        self._momentum = check_real("momentum", value, low=0.0, high=1.0)
+        self._momentum = validation.real(value, "momentum", low=0.0, high=1.0)
 
     def __repr__(self) -> str:
         return (f"SGD(lr={self.lr}, momentum={self.momentum}, "
@@ -86,8 +86,8 @@ class SGD(Optimizer):
         """Restore config and buffers; everything is checked first, so a bad state changes
         nothing (ValueError/KeyError/TypeError naming the problem)."""
         self._check_state_header(state, "SGD", ("lr", "momentum"))
-        lr = check_real("lr", state["config"]["lr"], low=0.0)
-        momentum = check_real("momentum", state["config"]["momentum"], low=0.0, high=1.0)
+        lr = validation.real(state["config"]["lr"], "lr", low=0.0)
+        momentum = validation.real(state["config"]["momentum"], "momentum", low=0.0, high=1.0)
         buffers = []
         for index, entry in enumerate(state["state"]):
             if "momentum_buffer" not in entry:

@@ -3,7 +3,7 @@
 Weights are drawn from ``rng.uniform(-1.0, 1.0)`` in a fixed order (neuron by neuron, input by
 input) and biases start at 0.0, so the same seed always gives the same network. ``rng`` is any
 object with a ``uniform(low, high)`` method returning a float (``random.Random`` works); when
-it is None, ``tensorlib.nn.rng.Rng(0)`` is used.
+it is None, ``tensorlib.rng.Rng(0)`` is used.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from numbers import Real
 from typing import Any, Protocol
 
+from tensorlib import validation
 from tensorlib.scalar.engine import Value
 
 NONLINEARITIES = ("tanh", "relu", None)
@@ -24,18 +25,14 @@ class UniformSource(Protocol):
 
 
 def _default_rng() -> UniformSource:
-    """A fresh ``tensorlib.nn.rng.Rng(0)``, imported only when needed."""
-    from tensorlib.nn.rng import Rng
+    """A fresh ``tensorlib.rng.Rng(0)``, imported only when needed."""
+    from tensorlib.rng import Rng
 
     return Rng(0)
 
 
 def _check_count(name: str, count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise TypeError(f"{name} must be an int, got {type(count).__name__}")
-    if count < 1:
-        raise ValueError(f"{name} must be at least 1, got {count}")
-    return count
+    return validation.positive_integer(count, name)
 
 
 def _as_inputs(inputs: Value | float | Sequence[Value | float], expected: int) -> list[Value]:

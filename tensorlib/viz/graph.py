@@ -30,6 +30,7 @@ import graphviz
 import numpy as np
 from PIL import Image  # pillow comes with matplotlib
 
+from tensorlib import validation
 from tensorlib.autograd import Context
 from tensorlib.scalar.engine import Value
 from tensorlib.tensor import Tensor
@@ -118,10 +119,8 @@ class Drawing(graphviz.Digraph):
 
 
 def _check_max_width(max_width: Any) -> None:
-    if max_width is not None and (isinstance(max_width, bool) or not isinstance(max_width, int)
-                                  or max_width < 100):
-        raise ValueError(f"max_width must be a whole number of pixels >= 100 or None, "
-                         f"got {max_width!r}")
+    if max_width is not None:
+        validation.integer(max_width, "max_width (pixels)", minimum=100)
 
 
 def _palette_png(png: bytes) -> bytes:
@@ -484,9 +483,8 @@ def draw_graph(root: Value | Tensor, module: Any = None, rankdir: str = "auto",
     the notebook display fits ``max_width`` pixels (None: natural size).
     """
     _check_layout_arguments(rankdir, max_width)
-    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, int)
-                                  or max_nodes < 1):
-        raise ValueError(f"max_nodes must be a positive whole number or None, got {max_nodes!r}")
+    if max_nodes is not None:
+        validation.positive_integer(max_nodes, "max_nodes")
     if _is_scalar_node(root):
         return _to_drawing(_value_graph(root, precision, max_nodes), rankdir, max_width)
     if isinstance(root, Tensor):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib.nn.layers import MLP
+from tensorlib import validation
+from tensorlib.nn.capture import capture_activations
+from tensorlib.nn.layers import MLP, HookPoint
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList
 from tensorlib.tensor import Tensor
@@ -118,9 +119,7 @@ def exponential_moving_average(values: Sequence[float] | np.ndarray,
     ``smoothing`` is in [0, 1): 0 returns the values unchanged, 0.9 averages over roughly
     the last ten.
     """
-    if isinstance(smoothing, bool) or not isinstance(smoothing, numbers.Real) \
-            or not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must be in [0, 1), got {smoothing!r}")
+    validation.real(smoothing, "smoothing", low=0.0, high=1.0)
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
         raise ValueError(f"values must be 1-D, got shape {array.shape}")
@@ -299,8 +298,7 @@ class LiveLossPlot:
     def __init__(self, smoothing: float = 0.0, log_scale: bool = False, every: int = 10,
                  figsize: tuple[float, float] = (6.0, 3.5), title: str | None = "loss") -> None:
         exponential_moving_average([], smoothing)  # validates smoothing
-        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
-            raise ValueError(f"every must be a positive integer, got {every!r}")
+        validation.positive_integer(every, "every")
         self.smoothing = float(smoothing)
         self.log_scale = bool(log_scale)
         self.every = int(every)
@@ -382,8 +380,7 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
     for head in chosen:
         if not 0 <= head < head_count:
             raise IndexError(f"head {head} is out of range for {head_count} heads")
-    if isinstance(columns, bool) or not isinstance(columns, numbers.Integral) or columns < 1:
-        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    columns = validation.positive_integer(columns, "columns")
     ncols = min(len(chosen), int(columns))
     nrows = math.ceil(len(chosen) / ncols)
     panel_size = min(panel_size, (NOTEBOOK_FIGURE_WIDTH - 0.8) / ncols)  # fit the page
@@ -455,9 +452,7 @@ def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: 
     if classes.shape != (xy.shape[0],) or classes.dtype.kind not in "iub":
         raise ValueError(f"labels must be {xy.shape[0]} integers, got shape {classes.shape} "
                          f"and dtype {classes.dtype}")
-    if isinstance(resolution, bool) or not isinstance(resolution, numbers.Integral) \
-            or resolution < 2:
-        raise ValueError(f"resolution must be an integer >= 2, got {resolution!r}")
+    resolution = validation.integer(resolution, "resolution", minimum=2)
     use_tensor = isinstance(model_fn, Module) if as_tensor is None else bool(as_tensor)
     low, high = xy.min(axis=0) - padding, xy.max(axis=0) + padding  # (2,), (2,)
     xs = np.linspace(low[0], high[0], resolution)
@@ -562,23 +557,26 @@ def record_activations(layers: Any, inputs: Any, only: str | None = None) -> Act
     items are callables (named ``"0: Linear"``, ``"1: tanh"``, ...) or ``(name, callable)``
     pairs. ``only`` keeps the steps whose name contains that text (``only="tanh"``). The
     graph is recorded as usual, so ``trace.output`` can feed a loss and ``backward()``.
+
+    The recording is :func:`~tensorlib.nn.capture_activations` with ``keep_graph=True``: a
+    :class:`~tensorlib.nn.HookPoint` after each kept step, its forward hook keeping the output.
     """
     steps = _named_steps(layers)
-    if only is not None and not any(only in name for name, _ in steps):
+    kept = [name for name, _ in steps if only is None or only in name]
+    if not kept:
         raise ValueError(f"no layer name contains {only!r}; names are "
                          f"{[name for name, _ in steps]}")
+    points = ModuleList(HookPoint() for _ in kept)  # recorded under "0", "1", ...
     x = inputs if isinstance(inputs, Tensor) else Tensor(np.asarray(inputs, dtype=np.float32))
-    names: list[str] = []
-    tensors: list[Tensor] = []
-    for name, function in steps:
-        x = function(x)
-        if not isinstance(x, Tensor):
-            raise TypeError(f"layer {name!r} returned {type(x).__name__}, not a Tensor")
-        if only is None or only in name:
-            x.retain_grad()
-            names.append(name)
-            tensors.append(x)
-    return ActivationTrace(names, tensors, x)
+    with capture_activations(points, keep_graph=True) as capture:
+        point = iter(points)
+        for name, function in steps:
+            x = function(x)
+            if not isinstance(x, Tensor):
+                raise TypeError(f"layer {name!r} returned {type(x).__name__}, not a Tensor")
+            if only is None or only in name:
+                x = next(point)(x)
+    return ActivationTrace(kept, [capture[str(index)] for index in range(len(kept))], x)
 
 
 @dataclass(frozen=True)
@@ -638,10 +636,8 @@ def activation_statistics(source: Any, saturation: float = 0.97) -> list[SignalS
 
     ``source`` is an :class:`ActivationTrace` or ``(name, array)`` pairs (or a dict).
     """
-    if isinstance(saturation, bool) or not isinstance(saturation, numbers.Real) \
-            or not saturation >= 0:
-        raise ValueError(f"saturation must be a number >= 0, got {saturation!r}")
-    return _statistics(_named_arrays(source, gradients=False), float(saturation))
+    saturation = validation.non_negative(saturation, "saturation")
+    return _statistics(_named_arrays(source, gradients=False), saturation)
 
 
 def gradient_statistics(source: Any) -> list[SignalStatistics]:
@@ -675,8 +671,7 @@ def format_statistics(statistics: Sequence[SignalStatistics], number_format: str
 def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
                      labels: list[str], bins: int, value_range: tuple[float, float] | None
                      ) -> None:
-    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    validation.positive_integer(bins, "bins")
     if value_range is None:
         low = min(float(np.min(values)) for _, values in pairs)
         high = max(float(np.max(values)) for _, values in pairs)

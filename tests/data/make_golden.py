@@ -16,8 +16,8 @@ import pathlib
 
 import numpy as np
 
-from tensorlib import checkpoint
-from tensorlib.nn import Decoder, DecoderConfig, Rng
+from tensorlib import Rng, checkpoint
+from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.nn.quant import quantize_model
 from tensorlib.optim import AdamW
 

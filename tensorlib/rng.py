@@ -99,11 +99,7 @@ def _multiply_high_u64(a: np.ndarray, b: int) -> np.ndarray:
 
 def _check_u64(value, what: str) -> int:
     """Return ``value`` as a Python int in [0, 2^64), or raise naming ``what``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{what} must be an integer in [0, 2**64), got {value!r} of type {type(value).__name__}"
-        )
-    value = int(value)
+    value = validation.integer(value, what)
     if not 0 <= value <= _MASK64:
         raise ValueError(f"{what} must be in [0, 2**64), got {value}")
     return value

@@ -1,0 +1,179 @@
+"""How an op joins the graph: the ``Function`` base class every op subclasses.
+
+An op is a ``Function`` subclass with two static methods on raw arrays::
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+``Square.apply(tensor)`` runs ``forward`` on the tensor's array and, when a gradient is
+wanted, makes the ``ctx`` the graph node of the result (see :mod:`tensorlib.autograd` for the
+engine that walks the nodes). ``custom_gradient`` joins an array computed anywhere else.
+
+This module and ``tensorlib.tensor`` import each other, the one seam of the package: ops
+return Tensors, and Tensor's methods (``x + y``, ``x.sum()``) call the ops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tensorlib import autograd
+from tensorlib.autograd import Context
+from tensorlib.backend import device_of
+from tensorlib.tensor import Tensor, _is_floating
+
+__all__ = ["Function", "custom_gradient"]
+
+
+class Function:
+    """Base class of every differentiable op. Subclass it to add an op.
+
+    ``forward(ctx, *arrays, **params)`` returns one array. ``backward(ctx, grad)`` returns
+    one gradient per array input (a single array when there is one input), or None where an
+    input needs no gradient; ``ctx.needs_input_grad`` says which are wanted. It is set before
+    ``forward`` runs (all False under ``no_grad``), so a forward may skip saving, or computing,
+    what no backward will need.
+    """
+
+    op_name: str | None = None
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: Any, **params: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
+        """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
+        a graph node on the output."""
+        arrays = _arrays_of(cls, inputs)
+        ctx = Context(cls)
+        recording = autograd.is_grad_enabled()
+        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs) if recording \
+            else (False,) * len(inputs)
+        output = cls.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
+            else _timed_forward(ctx, arrays, params)
+        result = Tensor._from_array(output)
+        _share_version_with_viewed_input(result, inputs)
+        if any(ctx.needs_input_grad) and _is_floating(output.dtype):  # integer results: none
+            _record_node(ctx, inputs, output, result)
+        return result
+
+
+def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
+    arrays = []
+    for position, value in enumerate(inputs):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{function.__name__}.apply: input {position} is a "
+                            f"{type(value).__name__}, expected a Tensor")
+        arrays.append(value._data)
+    return arrays
+
+
+def _timed_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
+    start = time.perf_counter()
+    output = ctx.function.forward(ctx, *arrays, **params)
+    autograd.active_profile().add(ctx.name, "forward", time.perf_counter() - start)
+    return output
+
+
+def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: Tensor) -> None:
+    """Make ``ctx`` the graph node of ``result``: where each input came from, the shapes and
+    dtypes its gradients must have, and the versions of the tensors whose arrays it saved
+    (to catch in-place changes between forward and backward)."""
+    ctx.next = tuple(
+        (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
+        for t in inputs
+    )
+    ctx.input_shapes = tuple([t._data.shape for t in inputs])
+    ctx.input_dtypes = tuple([t._data.dtype for t in inputs])
+    ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
+    if ctx.saved:
+        saved = {id(array) for array in ctx.saved}
+        for position, t in enumerate(inputs):
+            if id(t._data) in saved:
+                ctx.watched.append((t._version, t._version[0], position))
+        if id(output) in saved:
+            ctx.watched.append((result._version, 0, -1))
+    result.grad_fn = ctx
+    result._requires_grad = True
+
+
+def _memory_owner(array: Any) -> Any:
+    base = getattr(array, "base", None)
+    return array if base is None else base
+
+
+def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...]) -> None:
+    """A view (reshape, transpose, basic slice) shares its input's memory, so it must share
+    its version counter too: an in-place change through either is a change to both."""
+    owner = getattr(result._data, "base", None)
+    if owner is None:
+        return  # the result owns its memory: not a view
+    for t in inputs:
+        if _memory_owner(t._data) is owner:
+            result._version = t._version
+            return
+
+
+# ------------------------------------------------------------------------------- custom VJPs
+class _CustomGradient(Function):
+    op_name = "custom_gradient"
+
+    @staticmethod
+    def forward(ctx: Context, *input_arrays: Any, output: Any, vjp: Callable) -> Any:
+        ctx.vjp = vjp
+        ctx.input_devices = tuple(device_of(array) for array in input_arrays)
+        return output
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        grads = ctx.vjp(grad)
+        if isinstance(grads, list):
+            grads = tuple(grads)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        grads = tuple(g.data if isinstance(g, Tensor) else g for g in grads)
+        # User code made these: a gradient on another device than its input is refused here,
+        # before the engine accumulates anything (the count, shapes and dtypes it checks).
+        for position, (g, device) in enumerate(zip(grads, ctx.input_devices, strict=False)):
+            if g is not None and hasattr(g, "shape") and device_of(g) != device:
+                raise RuntimeError(f"custom_gradient: the vjp returned a gradient on device "
+                                   f"'{device_of(g)}' for input {position}, which is on "
+                                   f"'{device}'")
+        return grads
+
+
+def custom_gradient(output: Any, inputs: Sequence[Tensor],
+                    vjp: Callable[[Any], Sequence[Any]]) -> Tensor:
+    """Join an array computed outside the engine to the graph.
+
+    ``output`` is the already-computed array, ``inputs`` the tensors it depends on, and
+    ``vjp(grad)`` returns one gradient per input (None for no gradient). The count, devices,
+    shapes and dtypes are validated before anything accumulates; if ``vjp`` raises, or returns
+    something wrong, no ``.grad`` changes.
+    """
+    inputs = tuple(inputs)
+    for position, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"custom_gradient: input {position} is a {type(t).__name__}, "
+                            "expected a Tensor")
+    array = output.data if isinstance(output, Tensor) else np.asarray(output)
+    if not callable(vjp):
+        raise TypeError("custom_gradient: vjp must be callable")
+    return _CustomGradient.apply(*inputs, output=array, vjp=vjp)

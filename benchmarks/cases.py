@@ -23,9 +23,9 @@ except ImportError:  # not on Windows: page faults are then reported as 0
 import numpy as np
 import twins
 from threadpoolctl import threadpool_info
+from twins import Rng
 
 import tensorlib as tl
-from tensorlib import Rng
 from tensorlib.optim import AdamW
 
 try:

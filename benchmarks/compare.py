@@ -138,8 +138,8 @@ def child(case: str, args: argparse.Namespace) -> None:
     import twins
 
     import tensorlib as tl
-    from tensorlib import Rng
 
+    Rng = twins.Rng  # noqa: N806
     cases.torch = None
     if case == "d":
         model = twins.make_decoder(twins.decoder_config())

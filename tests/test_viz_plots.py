@@ -195,6 +195,60 @@ def test_attention_rejects_bad_shapes_tokens_and_heads():
         plot_attention(np.stack([probabilities, probabilities]))
 
 
+def test_attention_draws_causal_masked_cells_grey_apart_from_near_zero_weights():
+    probabilities = attention_maps(heads=2, length=5)  # (2, 5, 5), exact zeros above the diagonal
+    probabilities[0, 4] = [1.0 - 4e-9, 1e-9, 1e-9, 1e-9, 1e-9]  # allowed, almost no weight
+    forbidden = np.triu(np.ones((5, 5), bool), k=1)
+    for figure in (plot_attention(probabilities), plot_attention(probabilities, mask="causal"),
+                   plot_attention(probabilities, mask=forbidden)):
+        image = [i for axes in figure.axes for i in axes.get_images()][0]
+        shown = image.get_array()
+        assert np.ma.isMaskedArray(shown)
+        np.testing.assert_array_equal(np.ma.getmaskarray(shown), forbidden)
+        colours = image.to_rgba(shown)  # (5, 5, 4): what is painted in each cell
+        grey = matplotlib.colors.to_rgba(plots.MASKED_COLOUR)
+        assert all(tuple(c) == grey for c in colours[forbidden])
+        assert tuple(colours[4, 1]) != grey  # a near-zero allowed weight keeps the map's colour
+        np.testing.assert_allclose(colours[4, 1], image.cmap(0.0), atol=1e-2)
+        assert "masked" in figure.legends[0].get_texts()[0].get_text()
+    unmasked = plot_attention(probabilities, mask=None)
+    shown = unmasked.axes[0].get_images()[0].get_array()
+    assert not np.ma.getmaskarray(shown).any() and not unmasked.legends
+
+
+def test_attention_masks_nothing_in_a_map_that_is_not_causal():
+    probabilities = np.full((2, 4, 4), 0.25)  # every position sees every other
+    figure = plot_attention(probabilities)
+    shown = figure.axes[0].get_images()[0].get_array()
+    assert not np.ma.getmaskarray(shown).any() and not figure.legends
+
+
+def test_attention_with_fewer_queries_than_keys_masks_the_last_rows_causally():
+    probabilities = attention_maps(heads=1, length=6)[:, 3:]  # the last 3 queries of 6 keys
+    figure = plot_attention(probabilities, tokens=list("abcdef"))
+    axes = figure.axes[0]
+    mask = np.ma.getmaskarray(axes.get_images()[0].get_array())
+    np.testing.assert_array_equal(mask, [[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 1], [0] * 6])
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["d", "e", "f"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == list("abcdef")
+
+
+def test_attention_validates_an_explicit_mask():
+    probabilities = attention_maps(heads=2, length=4)
+    with pytest.raises(TypeError, match="mask must be a boolean array .* got dtype float64"):
+        plot_attention(probabilities, mask=np.zeros((4, 4)))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not fit 2 heads of 4 x 4"):
+        plot_attention(probabilities, mask=np.zeros((3, 4), bool))
+    with pytest.raises(ValueError, match="mask hides nonzero probability: head 0, query 0, key 0"):
+        plot_attention(probabilities, mask=np.ones((2, 4, 4), bool))
+    with pytest.raises(ValueError, match="mask must be 'auto', 'causal', None"):
+        plot_attention(probabilities, mask="future")
+    with pytest.raises(ValueError, match="mask hides nonzero probability"):
+        plot_attention(np.full((4, 4), 0.25), mask="causal")
+    with pytest.raises(ValueError, match="needs at least as many keys as queries"):
+        plot_attention(np.full((4, 2), 0.5), mask="causal")
+
+
 # ------------------------------------------------------------------------------ boundaries
 def test_decision_boundary_of_a_small_module():
     points = Rng(3).uniform(-1.0, 1.0, size=(40, 2))

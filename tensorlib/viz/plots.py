@@ -350,15 +350,80 @@ class LiveLossPlot:
 
 
 # =============================================================================== attention
+MASKED_COLOUR = "#c8c8c8"  # neutral grey, outside viridis and the other perceptual colour maps
+
+
+def _attention_mask(mask: Any, array: np.ndarray) -> np.ndarray:
+    """The ``(H, T_query, T_key)`` boolean mask (True = masked) ``plot_attention`` draws.
+
+    ``mask`` is "auto" (the causal cells, when every one of them is exactly 0 in every head),
+    "causal", None (nothing masked) or a boolean array of shape (T_query, T_key), (H,
+    T_query, T_key) or (1, H, T_query, T_key), True where attention is forbidden (the
+    convention of ``F.causal_mask``). A masked cell must hold probability 0.
+    """
+    from tensorlib.ops.softmax import causal_forbidden
+
+    heads, queries, keys = array.shape
+    if mask is None:
+        return np.zeros(array.shape, dtype=bool)
+    if isinstance(mask, str):
+        if mask not in ("auto", "causal"):
+            raise ValueError(f"mask must be 'auto', 'causal', None or a boolean array, got "
+                             f"{mask!r}")
+        if keys < queries:  # no causal reading: the queries are the last T_query positions
+            if mask == "auto":
+                return np.zeros(array.shape, dtype=bool)
+            raise ValueError(f"mask='causal' needs at least as many keys as queries, got a "
+                             f"{queries} x {keys} attention map")
+        # query i sits at position keys - queries + i and sees the keys up to there
+        causal = np.broadcast_to(causal_forbidden(np, queries, keys, keys - queries),
+                                 array.shape)
+        if mask == "auto":
+            looks_causal = causal.any() and not array[causal].any()
+            return causal if looks_causal else np.zeros(array.shape, dtype=bool)
+        chosen = causal
+    else:
+        given = _as_array(mask, "mask")
+        if given.dtype != np.bool_:
+            raise TypeError(f"mask must be a boolean array (True where attention is "
+                            f"forbidden), got dtype {given.dtype}")
+        if given.ndim == 4 and given.shape[0] == 1:
+            given = given[0]
+        if given.shape not in ((queries, keys), (heads, queries, keys)):
+            raise ValueError(f"mask of shape {given.shape} does not fit {heads} heads of "
+                             f"{queries} x {keys} attention maps; expected ({queries}, {keys}) "
+                             f"or ({heads}, {queries}, {keys})")
+        chosen = np.broadcast_to(given, array.shape)
+    hidden = chosen & (array != 0)
+    if hidden.any():
+        head, query, key = (int(i) for i in np.argwhere(hidden)[0])
+        raise ValueError(f"the mask hides nonzero probability: head {head}, query {query}, "
+                         f"key {key} holds {array[head, query, key]:.3g}; masked cells are "
+                         f"the ones attention may not look at, so they must be 0")
+    return chosen
+
+
 def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
                    heads: Iterable[int] | None = None, title: str | None = None,
-                   cmap: str = "viridis", columns: int = 4, panel_size: float = 2.6) -> Figure:
+                   cmap: str = "viridis", columns: int = 4, panel_size: float = 2.6,
+                   mask: Any = "auto") -> Figure:
     """One heatmap per head of attention probabilities: rows are queries, columns keys.
 
     ``probabilities`` is ``(T, T)``, ``(H, T, T)`` or ``(1, H, T, T)`` (an array or a
-    Tensor). ``tokens`` (length T) label both axes; ``heads`` picks which heads to draw
-    (default all), laid out ``columns`` per row, each panel ``panel_size`` inches or less so
-    the figure fits a notebook's output area. Colours span 0..1, with one colour bar.
+    Tensor); a map may have fewer queries than keys, ``(H, T_query, T_key)``, the queries then
+    being the last ``T_query`` positions (as with a KV cache). ``tokens`` label both axes:
+    T of them, or T_key for such a map (the rows get the last T_query). ``heads`` picks which
+    heads to draw (default all), laid out ``columns`` per row, each panel ``panel_size``
+    inches or less so the figure fits a notebook's output area. Colours span 0..1, with one
+    colour bar.
+
+    Masked cells, the positions a query is forbidden to look at, are drawn in grey, apart
+    from allowed positions that merely got almost no attention (dark), and a legend says so.
+    ``mask`` decides which they are: "auto" (default) masks the causal cells (keys after the
+    query) when every one of them is exactly 0 in every head, as a causal softmax leaves
+    them; "causal" masks them always; None masks nothing; a boolean array ``(T_query,
+    T_key)`` or ``(H, T_query, T_key)``, True where forbidden (as ``F.causal_mask``), masks
+    exactly those. Masked cells holding nonzero probability raise ValueError.
     """
     array = np.asarray(_as_array(probabilities, "probabilities"), dtype=np.float64)
     if array.ndim == 4 and array.shape[0] == 1:
@@ -369,22 +434,31 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
         raise ValueError(f"probabilities must be (T, T), (H, T, T) or (1, H, T, T), got shape "
                          f"{np.shape(_as_array(probabilities, 'probabilities'))}")
     head_count, queries, keys = array.shape
+    key_labels = query_labels = None
     if tokens is not None:
         tokens = [str(t) for t in tokens]
-        if len(tokens) != queries or len(tokens) != keys:
+        if len(tokens) != keys or queries > keys:
             raise ValueError(f"{len(tokens)} tokens do not label a {queries} x {keys} "
                              f"attention map")
+        key_labels, query_labels = tokens, tokens[keys - queries:]
     chosen = list(range(head_count)) if heads is None else [int(h) for h in heads]
     if not chosen:
         raise ValueError("heads is empty: nothing to draw")
     for head in chosen:
         if not 0 <= head < head_count:
             raise IndexError(f"head {head} is out of range for {head_count} heads")
+    masked = _attention_mask(mask, array)  # (H, T_query, T_key), True = forbidden
+    from matplotlib import colormaps
+
+    colours = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(
+        bad=MASKED_COLOUR)
     columns = validation.positive_integer(columns, "columns")
     ncols = min(len(chosen), int(columns))
     nrows = math.ceil(len(chosen) / ncols)
     panel_size = min(panel_size, (NOTEBOOK_FIGURE_WIDTH - 0.8) / ncols)  # fit the page
-    figure = _new_figure((panel_size * ncols + 0.8, panel_size * nrows + (0.4 if title else 0)))
+    any_masked = bool(masked[chosen].any())
+    height = panel_size * nrows + (0.4 if title else 0) + (0.3 if any_masked else 0)
+    figure = _new_figure((panel_size * ncols + 0.8, height))
     grid = figure.subplots(nrows, ncols, squeeze=False)
     image = None
     used = []
@@ -394,17 +468,23 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
             continue
         used.append(axes)
         head = chosen[index]
-        image = axes.imshow(array[head], vmin=0.0, vmax=1.0, cmap=cmap, aspect="equal",
-                            interpolation="nearest")
+        image = axes.imshow(np.ma.masked_array(array[head], mask=masked[head]), vmin=0.0,
+                            vmax=1.0, cmap=colours, aspect="equal", interpolation="nearest")
         axes.set_title(f"head {head}", fontsize=10)
         if tokens is not None:
-            axes.set_xticks(range(keys), tokens, rotation=90, fontsize=8)
-            axes.set_yticks(range(queries), tokens, fontsize=8)
+            axes.set_xticks(range(keys), key_labels, rotation=90, fontsize=8)
+            axes.set_yticks(range(queries), query_labels, fontsize=8)
         if index % ncols == 0:
             axes.set_ylabel("query")
         if index >= len(chosen) - ncols:
             axes.set_xlabel("key")
     figure.colorbar(image, ax=used, shrink=0.8, label="probability")
+    if any_masked:
+        from matplotlib.patches import Patch
+
+        figure.legend(handles=[Patch(facecolor=MASKED_COLOUR, edgecolor="0.5",
+                                     label="grey: masked (forbidden, so exactly 0)")],
+                      loc="outside lower center", fontsize=8, frameon=False)
     if title:
         figure.suptitle(title)
     return figure

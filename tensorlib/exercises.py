@@ -1,0 +1,115 @@
+"""Checks for the workbook's exercises: each says, in plain words, what is right and what is not.
+
+An exercise's check cell builds a :class:`Checker`, runs the learner's code in one
+``with checker.case(...)`` block per case, and ends with ``checker.report()``::
+
+    checker = Checker("Exercise 1: the diagonal's stride")
+    with checker.case("a 3 x 3 float32 matrix", hint="one step down and one step right"):
+        checker.equal(diagonal_stride(3, 4), 16, "stride in bytes")
+    passed = checker.report()
+
+A case passes when its block runs to the end. ``equal``, ``close`` and ``true`` stop the
+block with the expected and the received value; an exception raised by the learner's code
+stops it too, and ``NotImplementedError`` (what an unsolved stub raises) is reported as
+"not done yet" rather than as an error. Nothing is raised out of a case, so an unsolved
+notebook runs to the end and shows what is left to do; the grading version of a check cell
+adds ``assert passed`` (inside nbgrader's hidden-test markers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Checker"]
+
+
+class _Mismatch(Exception):
+    """A checked value differs from the expected one (stops the case)."""
+
+
+def _shown(value: Any) -> str:
+    """A short, deterministic rendering of a value for a report."""
+    if isinstance(value, np.ndarray) or hasattr(value, "data") and hasattr(value, "grad"):
+        array = np.asarray(getattr(value, "data", value))
+        with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=2):
+            return f"array of shape {array.shape}: {np.array2string(array, separator=', ')}"
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class Checker:
+    """Collects the cases of one exercise and reports them (see the module docstring)."""
+
+    def __init__(self, exercise: str) -> None:
+        self.exercise = exercise
+        self.results: list[tuple[str, str, str | None]] = []  # (case, outcome, detail)
+
+    @contextmanager
+    def case(self, description: str, hint: str | None = None) -> Iterator[None]:
+        """Run one case; whatever stops the block early is recorded, never raised."""
+        try:
+            yield
+        except NotImplementedError:
+            self.results.append((description, "not done", None))
+        except _Mismatch as mismatch:
+            detail = str(mismatch) + (f"\n    hint: {hint}" if hint else "")
+            self.results.append((description, "wrong", detail))
+        except Exception as error:  # the learner's code failed: say how, and go on
+            detail = f"your code raised {type(error).__name__}: {error}"
+            self.results.append((description, "wrong", detail + (f"\n    hint: {hint}"
+                                                                   if hint else "")))
+        else:
+            self.results.append((description, "right", None))
+
+    def equal(self, received: Any, expected: Any, what: str = "the result") -> None:
+        """Stop the case unless ``received == expected`` (arrays: same shape and values)."""
+        if isinstance(expected, np.ndarray) or isinstance(received, np.ndarray):
+            same = np.shape(received) == np.shape(expected) and \
+                bool(np.array_equal(np.asarray(received), np.asarray(expected)))
+        else:
+            same = received == expected
+        if not same:
+            raise _Mismatch(f"{what}: expected {_shown(expected)}, received {_shown(received)}")
+
+    def close(self, received: Any, expected: Any, what: str = "the result",
+              rtol: float = 1e-6, atol: float = 1e-8) -> None:
+        """Stop the case unless ``received`` has ``expected``'s shape and is within tolerance."""
+        received_array = np.asarray(getattr(received, "data", received), dtype=np.float64)
+        expected_array = np.asarray(getattr(expected, "data", expected), dtype=np.float64)
+        if received_array.shape != expected_array.shape:
+            raise _Mismatch(f"{what}: expected shape {expected_array.shape}, received shape "
+                            f"{received_array.shape}")
+        if not np.allclose(received_array, expected_array, rtol=rtol, atol=atol):
+            worst = float(np.max(np.abs(received_array - expected_array)))
+            raise _Mismatch(f"{what}: expected {_shown(expected_array)}, received "
+                            f"{_shown(received_array)} (largest difference {worst:.3g})")
+
+    def true(self, condition: Any, message: str) -> None:
+        """Stop the case, saying ``message``, unless ``condition`` holds."""
+        if not condition:
+            raise _Mismatch(message)
+
+    @property
+    def passed(self) -> bool:
+        """True when there is at least one case and every case is right."""
+        return bool(self.results) and all(outcome == "right" for _, outcome, _ in self.results)
+
+    def report(self) -> bool:
+        """Print what is right and what is not; return :attr:`passed`."""
+        right = sum(outcome == "right" for _, outcome, _ in self.results)
+        if self.passed:
+            print(f"{self.exercise}: all {right} cases right.")
+            return True
+        if all(outcome == "not done" for _, outcome, _ in self.results):
+            print(f"{self.exercise}: not done yet. Replace the line "
+                  "`raise NotImplementedError()` with your code, run that cell, then this one.")
+            return False
+        print(f"{self.exercise}: {right} of {len(self.results)} cases right.")
+        for description, outcome, detail in self.results:
+            mark = {"right": "right", "wrong": "WRONG", "not done": "not done yet"}[outcome]
+            print(f"  {mark}: {description}" + (f"\n    {detail}" if detail else ""))
+        return False

@@ -1,0 +1,131 @@
+"""The workbook's exercises: every check fails on its stub and passes on its solution.
+
+The learner's notebooks are the student versions of ``notebooks/solutions/`` (see
+``scripts/exercises.py``). nbval re-executes both sets in the test command and proves that
+their committed outputs are what they produce; this file proves that those outputs say what
+they must: each check cell reports "all ... cases right" in the solutions and not in the
+learner's notebook, where the stubs stand.
+"""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tensorlib.exercises import Checker
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("workbook_exercises",
+                                              ROOT / "scripts" / "exercises.py")
+workbook = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(workbook)
+
+SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
+ALL_RIGHT = re.compile(r"^Exercise [^\n]*: all \d+ cases right\.$", re.MULTILINE)
+
+
+def check_cells(notebook):
+    return [cell for cell in notebook.cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+def printed(cell):
+    return "".join(output.get("text", "") for output in cell.get("outputs", []))
+
+
+def test_there_are_solutions_and_every_learner_notebook_is_their_student_version():
+    assert SOLUTIONS, "no notebooks/solutions/NN_*.ipynb"
+    assert workbook.mismatches() == []
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
+def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
+    solutions = nbformat.read(path, as_version=4)
+    learner = nbformat.read(workbook.learner_notebook(path), as_version=4)
+    solved, stubbed = check_cells(solutions), check_cells(learner)
+    assert 2 <= len(solved) <= 4, f"{path.name}: {len(solved)} exercises, not 2-4"
+    assert len(stubbed) == len(solved)
+    solution_cells = [cell for cell in solutions.cells
+                      if cell.metadata.get("nbgrader", {}).get("solution")]
+    assert len(solution_cells) >= len(solved)
+    for cell in solution_cells:
+        assert "### BEGIN SOLUTION" in cell.source
+    for solved_cell, stubbed_cell in zip(solved, stubbed, strict=True):
+        grade_id = solved_cell.metadata["nbgrader"]["grade_id"]
+        assert ALL_RIGHT.search(printed(solved_cell)), (grade_id, printed(solved_cell))
+        assert "assert passed" in solved_cell.source  # the grading line, hidden from learners
+        assert "assert passed" not in stubbed_cell.source
+        learner_says = printed(stubbed_cell)
+        assert learner_says.startswith("Exercise ") and not ALL_RIGHT.search(learner_says), \
+            (grade_id, learner_says)
+        assert not stubbed_cell.get("outputs") or all(
+            output.get("output_type") != "error" for output in stubbed_cell.outputs)
+
+
+def test_grade_ids_are_unique_across_the_workbook():
+    ids = [cell.metadata["nbgrader"]["grade_id"] for path in SOLUTIONS
+           for cell in nbformat.read(path, as_version=4).cells if "nbgrader" in cell.metadata]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_student_version_replaces_solutions_and_drops_hidden_tests():
+    solution = workbook.solution_cell("t-1", "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n"
+                                             "    ### END SOLUTION\n")
+    assert workbook.student_source(solution) == ("def f(x):\n    # YOUR CODE HERE\n"
+                                                 "    raise NotImplementedError()")
+    check = workbook.check_cell("t-2", 'checker = Checker("x")\npassed = checker.report()')
+    assert "### BEGIN HIDDEN TESTS\nassert passed\n### END HIDDEN TESTS" in check.source
+    assert workbook.student_source(check) == 'checker = Checker("x")\npassed = checker.report()'
+    with pytest.raises(ValueError, match="no ### BEGIN/END SOLUTION region"):
+        workbook.solution_cell("t-3", "x = 1")
+    with pytest.raises(ValueError, match="checker = Checker"):
+        workbook.check_cell("t-4", "print(1)")
+
+
+# ------------------------------------------------------------------------------ the checker
+def test_a_checker_reports_right_wrong_raised_and_not_done(capsys):
+    checker = Checker("Exercise 9 (demo)")
+    with checker.case("one plus one"):
+        checker.equal(1 + 1, 2)
+    with checker.case("a wrong sum", hint="add, do not multiply"):
+        checker.equal(2 * 3, 5, "the sum")
+    with checker.case("code that fails"):
+        [][1]
+    with checker.case("an unsolved stub"):
+        raise NotImplementedError()
+    assert not checker.report() and not checker.passed
+    report = capsys.readouterr().out
+    assert report.startswith("Exercise 9 (demo): 1 of 4 cases right.")
+    assert ("WRONG: a wrong sum\n    the sum: expected 5, received 6\n"
+            "    hint: add, do not multiply") in report
+    assert ("WRONG: code that fails\n"
+            "    your code raised IndexError: list index out of range") in report
+    assert "not done yet: an unsolved stub" in report
+
+
+def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
+    import numpy as np
+
+    done = Checker("Exercise 1")
+    with done.case("close arrays"):
+        done.close(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]))
+    assert done.report() and done.passed
+    stub = Checker("Exercise 2")
+    with stub.case("anything"):
+        raise NotImplementedError()
+    assert not stub.report()
+    assert not Checker("Exercise 3").passed  # no case at all is not a pass
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Exercise 1: all 1 cases right."
+    assert lines[1].startswith("Exercise 2: not done yet.")
+    wrong = Checker("Exercise 4")
+    with wrong.case("shapes"):
+        wrong.close(np.zeros(2), np.zeros(3), "the output")
+    with wrong.case("values"):
+        wrong.close(np.ones(2), np.zeros(2), "the output")
+    wrong.report()
+    report = capsys.readouterr().out
+    assert "the output: expected shape (3,), received shape (2,)" in report
+    assert "(largest difference 1)" in report

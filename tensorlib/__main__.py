@@ -6,10 +6,10 @@
 ``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), trains the
 ``tensorlib.nn.Decoder`` on the training names with AdamW, a warm-up + cosine schedule and
 gradient clipping, compares its loss with the count-based bigram baseline on the same
-windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state), ``config.json`` and
-``loss_curve.png`` into the output folder, and prints sampled names. ``sample-names`` loads
-such a run and prints new names. Bad options and unreadable files print one ``error:`` line
-and exit with status 2.
+windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state, or the parameters
+only with ``--weights-only``), ``config.json`` and ``loss_curve.png`` into the output folder,
+and prints sampled names. ``sample-names`` loads such a run and prints new names. Bad
+options and unreadable files print one ``error:`` line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -144,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="names to sample after training")
     trainer.add_argument("--quiet", action="store_true",
                          help="no progress bar (results are still printed)")
+    trainer.add_argument("--weights-only", action="store_true",
+                         help="save only the model's parameters in the checkpoint (no AdamW "
+                              "or RNG state: a third of the size, but training cannot resume "
+                              "from it)")
     trainer.set_defaults(handler=train_names)
 
     sampler = commands.add_parser(
@@ -360,7 +364,10 @@ def train_names(args: argparse.Namespace) -> int:
         "results": results,
     }
     try:
-        checkpoint.save(checkpoint_path, model, optimizer, rng=batch_rng)
+        if args.weights_only:
+            checkpoint.save(checkpoint_path, model)
+        else:
+            checkpoint.save(checkpoint_path, model, optimizer, rng=batch_rng)
         _write_text_atomic(config_path, json.dumps(run, indent=2) + "\n")
         _save_loss_curve(history, results["bigram_validation_loss"], figure_path)
     except OSError as error:

@@ -100,6 +100,23 @@ def test_training_is_deterministic(run, tmp_path, capsys):
     assert stable(again) == stable(stdout)
 
 
+def test_weights_only_saves_the_parameters_alone(run, tmp_path, capsys):
+    _, folder, stdout, _ = run
+    light = tmp_path / "light"
+    assert main(["train-names", *TINY, "--samples", "4", "--quiet", "--weights-only",
+                 "--output", str(light)]) == 0
+    assert sampled(capsys.readouterr().out) == sampled(stdout)  # the same training
+    described = checkpoint.inspect(light / "checkpoint.tlckpt")
+    assert described["adamw"] is None and described["rng_state"] is None
+    full = checkpoint.inspect(folder / "checkpoint.tlckpt")
+    assert described["parameters"] == full["parameters"]
+    size = (light / "checkpoint.tlckpt").stat().st_size
+    assert size < (folder / "checkpoint.tlckpt").stat().st_size / 2
+    status = main(["sample-names", "--checkpoint", str(light / "checkpoint.tlckpt"),
+                   "--count", "4"])
+    assert status == 0 and sampled(capsys.readouterr().out) == sampled(stdout)
+
+
 def test_helpers_match_the_data_package():
     words = ["emma", "olivia", "ava"]
     tokenizer = CharTokenizer(words)

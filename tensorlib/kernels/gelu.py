@@ -1,7 +1,7 @@
 """GELU and erf for float32, from fitted polynomials instead of scipy's erf.
 
 ``gelu_float32`` stands in for the exact GELU of ``tensorlib.ops.elementwise.Gelu``;
-``erf_float32``, erf in the tanh form, is there for notebook 19's comparison with scipy's
+``erf_float32``, erf in the tanh form, is there for notebook 20's comparison with scipy's
 erf (no op uses it).
 """
 
@@ -35,7 +35,7 @@ def erf_float32(x: Any) -> Any:
     Accuracy: within 1.7e-7 of the exact erf, at most 4 float32 ulps
     (``benchmarks/fit_erf.py`` reproduces the fit; tests/test_kernels.py checks it).
     Why: numpy's vectorized tanh and six multiply-adds are several times faster than scipy's
-    erf, which works element by element in double precision (notebook 19 times both).
+    erf, which works element by element in double precision (notebook 20 times both).
     """
     xp = array_module(x)
     t = xp.empty_like(x)  # explicit outputs keep a 0-d input an array throughout

@@ -24,7 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.tensor import Tensor
+
 __all__ = ["Checker"]
+
+
+def _array(value: Any) -> np.ndarray:
+    """A Tensor's array, or ``value`` as an array (an ndarray's ``.data`` is its raw buffer)."""
+    return np.asarray(value.data if isinstance(value, Tensor) else value)
 
 
 class _Mismatch(Exception):
@@ -33,8 +40,8 @@ class _Mismatch(Exception):
 
 def _shown(value: Any) -> str:
     """A short, deterministic rendering of a value for a report."""
-    if isinstance(value, np.ndarray) or hasattr(value, "data") and hasattr(value, "grad"):
-        array = np.asarray(getattr(value, "data", value))
+    if isinstance(value, (np.ndarray, Tensor)):
+        array = _array(value)
         with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=2):
             return f"array of shape {array.shape}: {np.array2string(array, separator=', ')}"
     text = repr(value)
@@ -78,8 +85,8 @@ class Checker:
     def close(self, received: Any, expected: Any, what: str = "the result",
               rtol: float = 1e-6, atol: float = 1e-8) -> None:
         """Stop the case unless ``received`` has ``expected``'s shape and is within tolerance."""
-        received_array = np.asarray(getattr(received, "data", received), dtype=np.float64)
-        expected_array = np.asarray(getattr(expected, "data", expected), dtype=np.float64)
+        received_array = _array(received).astype(np.float64)
+        expected_array = _array(expected).astype(np.float64)
         if received_array.shape != expected_array.shape:
             raise _Mismatch(f"{what}: expected shape {expected_array.shape}, received shape "
                             f"{received_array.shape}")

@@ -51,15 +51,15 @@ def real(value: Any, what: str, *, low: float | None = None, low_open: bool = Fa
     ``low`` is included unless ``low_open``; ``high`` is excluded unless ``high_open`` is
     False. The error says the whole requirement, as in "must be a finite number in [0, 1)".
     """
-    requirement = _real_range(low, low_open, high, high_open)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be {requirement}, got {value!r} of type "
-                        f"{type(value).__name__}")
+        raise TypeError(f"{what} must be {_real_range(low, low_open, high, high_open)}, got "
+                        f"{value!r} of type {type(value).__name__}")
     number = float(value)
     below = low is not None and (number < low or (low_open and number == low))
     above = high is not None and (number > high or (high_open and number == high))
     if not math.isfinite(number) or below or above:
-        raise ValueError(f"{what} must be {requirement}, got {number}")
+        raise ValueError(f"{what} must be {_real_range(low, low_open, high, high_open)}, "
+                         f"got {number}")
     return number
 
 

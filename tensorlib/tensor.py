@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib import validation
 from tensorlib.autograd import is_grad_enabled, run_backward
 from tensorlib.backend import device_of, is_backend_array, to_device
 
@@ -388,6 +389,23 @@ class Tensor:
 
     def relu(self) -> Tensor:
         return ops.Relu.apply(self)
+
+    def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
+        """x where x > 0, ``negative_slope``·x elsewhere."""
+        slope = validation.real(negative_slope, "leaky_relu negative_slope")
+        return ops.LeakyRelu.apply(self, negative_slope=slope)
+
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        """log(1 + exp(β·x)) / β; x itself where β·x > ``threshold``."""
+        beta = validation.positive(beta, "softplus beta")
+        threshold = validation.real(threshold, "softplus threshold")
+        return ops.Softplus.apply(self, beta=beta, threshold=threshold)
+
+    def silu(self) -> Tensor:
+        return ops.Silu.apply(self)
+
+    def sign(self) -> Tensor:
+        return ops.Sign.apply(self)
 
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU, exact (erf) by default; ``approximate="tanh"`` for the tanh form."""

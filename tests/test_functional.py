@@ -11,7 +11,7 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import Rng, gradcheck
+from tensorlib import Rng, gradcheck, nn
 from tensorlib.nn import functional as F
 
 from helpers import count_nodes
@@ -55,13 +55,78 @@ def test_activation_values():
     np.testing.assert_allclose(F.gelu(x, approximate="tanh").data, approx, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh])
+def test_new_activation_values_by_hand():
+    values = np.array([-30.0, -2.0, -0.5, 0.0, 0.5, 3.0, 30.0])
+    x = tl.tensor(values, dtype=np.float64)
+    np.testing.assert_allclose(F.leaky_relu(x).data, np.where(values > 0, values, 0.01 * values))
+    np.testing.assert_allclose(F.leaky_relu(x, 0.2).data,
+                               np.where(values > 0, values, 0.2 * values))
+    # softplus: log(1 + e^x), finite at ±30; x itself above the threshold
+    expected = np.array([math.log1p(math.exp(v)) for v in values])
+    np.testing.assert_allclose(F.softplus(x).data, expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(F.softplus(x, beta=2.0).data,
+                               [math.log1p(math.exp(2 * v)) / 2 for v in values], rtol=1e-12)
+    assert F.softplus(x, threshold=2.0).data[5] == 3.0
+    np.testing.assert_allclose(F.silu(x).data, values / (1 + np.exp(-values)), rtol=1e-12)
+    np.testing.assert_array_equal(F.sign(x).data, [-1, -1, -1, 0, 1, 1, 1])
+
+
+def test_sign_passes_no_gradient_and_leaky_relu_uses_the_slope_at_zero():
+    x = tl.Tensor(np.array([-1.0, 0.0, 2.0]), requires_grad=True)
+    (F.sign(x) * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 0.0, 0.0])
+    x.grad = None
+    F.leaky_relu(x, 0.1).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.1, 0.1, 1.0])  # PyTorch's choice at 0
+
+
+def test_new_activations_keep_float32_and_lift_integers_to_float64():
+    x = tl.tensor([-1.0, 2.0], dtype=np.float32)
+    for fn in (F.leaky_relu, F.softplus, F.silu, F.sign):
+        assert fn(x).dtype == np.float32
+    ints = tl.tensor([-1, 2])
+    for fn in (F.leaky_relu, F.softplus, F.silu):
+        assert fn(ints).dtype == np.float64
+    np.testing.assert_allclose(F.leaky_relu(ints).data, [-0.01, 2.0])
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x: F.leaky_relu(x, "0.1"), TypeError, "negative_slope must be a finite number"),
+    (lambda x: F.leaky_relu(x, float("nan")), ValueError, "negative_slope must be a finite"),
+    (lambda x: F.softplus(x, beta=0.0), ValueError, r"softplus beta must be a finite number > 0"),
+    (lambda x: F.softplus(x, beta=True), TypeError, "softplus beta"),
+    (lambda x: F.softplus(x, threshold=None), TypeError, "softplus threshold"),
+    (lambda x: x.softplus(beta=-1.0), ValueError, "softplus beta"),
+])
+def test_new_activations_reject_bad_hyperparameters(call, error, message):
+    with pytest.raises(error, match=message):
+        call(tl.tensor([1.0, -1.0]))
+
+
+def test_new_activation_modules_and_mlp_names():
+    x = tl.tensor([-2.0, 0.5])
+    np.testing.assert_allclose(nn.LeakyReLU(0.25)(x).data, [-0.5, 0.5])
+    np.testing.assert_allclose(nn.Softplus(beta=3.0)(x).data, F.softplus(x, beta=3.0).data)
+    np.testing.assert_allclose(nn.SiLU()(x).data, F.silu(x).data)
+    assert repr(nn.LeakyReLU(0.25)) == "LeakyReLU(negative_slope=0.25)"
+    assert nn.Softplus().parameters() == []
+    with pytest.raises(ValueError, match="beta must be a finite number > 0"):
+        nn.Softplus(beta=0)
+    with pytest.raises(TypeError, match="negative_slope"):
+        nn.LeakyReLU("steep")
+    mlp = nn.MLP(2, [3], 1, ["silu", "leaky_relu"], rng=tl.Rng(0))
+    assert mlp(tl.tensor([[1.0, -1.0]])).shape == (1, 1)
+
+
+@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh, F.leaky_relu, F.softplus,
+                                F.silu])
 def test_activation_gradients(fn):
     x = tl.Tensor(np.array([-2.0, -0.7, 0.3, 1.1, 2.5]), requires_grad=True)
     assert gradcheck(fn, x)
 
 
-@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh, F.softmax])
+@pytest.mark.parametrize("fn", [F.relu, F.gelu, F.sigmoid, F.tanh, F.softmax, F.leaky_relu,
+                                F.softplus, F.silu, F.sign])
 def test_functions_reject_non_tensors(fn):
     with pytest.raises(TypeError, match="Tensor"):
         fn(np.ones(3))

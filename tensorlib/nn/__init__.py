@@ -12,10 +12,13 @@ from tensorlib.nn.layers import (
     HookPoint,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
     PositionalEmbedding,
     ReLU,
     Sigmoid,
+    SiLU,
+    Softplus,
     Tanh,
 )
 from tensorlib.nn.lora import (
@@ -41,8 +44,9 @@ from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 
 __all__ = [
     "GELU", "MLP", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding",
-    "HookPoint", "Identity", "LayerNorm", "Linear", "Module", "ModuleList", "MultiheadAttention",
-    "Parameter", "PositionalEmbedding", "ReLU", "Sigmoid", "StateDictError", "Tanh",
+    "HookPoint", "Identity", "LayerNorm", "LeakyReLU", "Linear", "Module", "ModuleList",
+    "MultiheadAttention", "Parameter", "PositionalEmbedding", "ReLU", "SiLU", "Sigmoid",
+    "Softplus", "StateDictError", "Tanh",
     "evaluation_mode", "functional", "init",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",

@@ -39,14 +39,18 @@ __all__ = [
     "gelu",
     "layer_norm",
     "layer_norm_reference",
+    "leaky_relu",
     "linear",
     "linear_reference",
     "log_softmax",
     "log_softmax_reference",
     "relu",
     "sigmoid",
+    "sign",
+    "silu",
     "softmax",
     "softmax_reference",
+    "softplus",
     "tanh",
     "token_ids",
 ]
@@ -69,6 +73,26 @@ def _check_floating(value: Any, what: str) -> Tensor:
 def relu(x: Tensor) -> Tensor:
     """max(x, 0) elementwise."""
     return _check_tensor(x, "relu input").relu()
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x > 0, ``negative_slope``·x elsewhere (a finite number)."""
+    return _check_tensor(x, "leaky_relu input").leaky_relu(negative_slope)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(β·x)) / β, a smooth relu; x itself where β·x > ``threshold``."""
+    return _check_tensor(x, "softplus input").softplus(beta, threshold)
+
+
+def silu(x: Tensor) -> Tensor:
+    """SiLU (swish): x·sigmoid(x)."""
+    return _check_tensor(x, "silu input").silu()
+
+
+def sign(x: Tensor) -> Tensor:
+    """-1, 0 or +1 elementwise; its gradient is 0 everywhere."""
+    return _check_tensor(x, "sign input").sign()
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

@@ -251,6 +251,42 @@ class GELU(Module):
         return F.gelu(x, self.approximate)
 
 
+class LeakyReLU(Module):
+    """x where x > 0, ``negative_slope``·x elsewhere."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = validation.real(negative_slope, "negative_slope")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class Softplus(Module):
+    """log(1 + exp(β·x)) / β; x itself where β·x > ``threshold``."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta = validation.positive(beta, "beta")
+        self.threshold = validation.real(threshold, "threshold")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class SiLU(Module):
+    """x·sigmoid(x)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
 class Sigmoid(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.sigmoid(x)
@@ -286,6 +322,9 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "gelu": F.gelu,
     "sigmoid": F.sigmoid,
     "tanh": F.tanh,
+    "leaky_relu": F.leaky_relu,
+    "softplus": F.softplus,
+    "silu": F.silu,
     "identity": _identity,
 }
 
@@ -310,7 +349,7 @@ class MLP(Module):
 
     ``hidden_sizes`` lists the hidden widths (possibly none); the Linear layers are the
     children ``layers.0``, ``layers.1``, ... . ``activations`` has ``len(hidden_sizes) + 1``
-    entries, one after each Linear: "relu", "gelu", "sigmoid", "tanh", "identity", None
+    entries, one after each Linear: a name in ``ACTIVATIONS`` ("relu", "gelu", "silu", ...), None
     (identity) or any callable on a Tensor.
     """
 

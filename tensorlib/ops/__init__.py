@@ -6,7 +6,21 @@ compute the same thing exists, it calls a kernel from :mod:`tensorlib.kernels`.
 
 from tensorlib.ops.arithmetic import Add, Cast, Div, Maximum, Mul, Neg, Pow, PowScalar, Sub
 from tensorlib.ops.attention import CausalAttention
-from tensorlib.ops.elementwise import Abs, Dropout, Exp, Gelu, Log, Relu, Sigmoid, Sqrt, Tanh
+from tensorlib.ops.elementwise import (
+    Abs,
+    Dropout,
+    Exp,
+    Gelu,
+    LeakyRelu,
+    Log,
+    Relu,
+    Sigmoid,
+    Sign,
+    Silu,
+    Softplus,
+    Sqrt,
+    Tanh,
+)
 from tensorlib.ops.embedding import Embedding
 from tensorlib.ops.loss import CrossEntropy
 from tensorlib.ops.matmul import Linear, MatMul
@@ -26,8 +40,8 @@ from tensorlib.ops.softmax import LogSoftmax, Softmax
 
 __all__ = [
     "Abs", "Add", "Cast", "CausalAttention", "Concat", "CrossEntropy", "Div", "Dropout",
-    "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "Linear", "Log",
+    "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "LeakyRelu", "Linear", "Log",
     "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "Maximum", "Mean", "Mul", "Neg",
-    "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Softmax", "Sqrt", "Sub", "Sum",
-    "Tanh", "Var", "Where", "normalize_index",
+    "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Sign", "Silu", "Softmax",
+    "Softplus", "Sqrt", "Sub", "Sum", "Tanh", "Var", "Where", "normalize_index",
 ]

@@ -73,6 +73,17 @@ class Abs(Function):
         return grad * array_module(a).sign(a)
 
 
+def _floating(a: Any) -> Any:
+    """Integer or boolean input as float64 (numpy's result type for these functions)."""
+    return a if a.dtype.kind == "f" else a.astype(array_module(a).float64)
+
+
+def _sigmoid(a: Any) -> Any:
+    """1 / (1 + e^-a) without overflow: scipy's expit, or the tanh identity on a GPU."""
+    xp = array_module(a)
+    return special.expit(a) if xp.__name__ == "numpy" else 0.5 * (1.0 + xp.tanh(0.5 * a))
+
+
 class Tanh(Function):
     op_name = "tanh"
 
@@ -95,9 +106,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
-        xp = array_module(a)
-        # scipy's expit is overflow-safe; elsewhere the tanh identity is too.
-        out = special.expit(a) if xp.__name__ == "numpy" else 0.5 * (1.0 + xp.tanh(0.5 * a))
+        out = _sigmoid(a)
         ctx.save_for_backward(out)
         return out
 
@@ -120,6 +129,82 @@ class Relu(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         (out,) = ctx.saved_tensors
         return grad * (out > 0)
+
+
+class LeakyRelu(Function):
+    """x where x > 0, ``negative_slope``·x elsewhere; the slope at exactly 0 is
+    ``negative_slope`` (as in PyTorch)."""
+
+    op_name = "leaky_relu"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, negative_slope: float = 0.01) -> Any:
+        xp = array_module(a)
+        a = _floating(a)
+        positive = a > 0
+        ctx.slope = xp.where(positive, 1.0, negative_slope).astype(a.dtype)
+        return a * ctx.slope
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return grad * ctx.slope
+
+
+class Softplus(Function):
+    """log(1 + exp(β·x)) / β, and x itself where β·x > ``threshold`` (PyTorch's rule: there
+    the two agree to float precision). The slope is sigmoid(β·x), 1 above the threshold."""
+
+    op_name = "softplus"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+        xp = array_module(a)
+        a = _floating(a)
+        scaled = beta * a
+        linear = scaled > threshold
+        # log(1 + e^z) = max(z, 0) + log(1 + e^-|z|): no overflow for large z
+        smooth = (xp.maximum(scaled, 0) + xp.log1p(xp.exp(-xp.abs(scaled)))) / beta
+        ctx.save_for_backward(scaled, linear)
+        return xp.where(linear, a, smooth).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        scaled, linear = ctx.saved_tensors
+        xp = array_module(scaled)
+        return grad * xp.where(linear, 1.0, _sigmoid(scaled)).astype(scaled.dtype, copy=False)
+
+
+class Silu(Function):
+    """SiLU (swish) x·sigmoid(x); slope s + x·s·(1 - s) with s = sigmoid(x)."""
+
+    op_name = "silu"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        a = _floating(a)
+        s = _sigmoid(a)
+        ctx.save_for_backward(a, s)
+        return a * s
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        a, s = ctx.saved_tensors
+        return grad * (s * (1.0 + a * (1.0 - s)))
+
+
+class Sign(Function):
+    """-1, 0 or +1 elementwise. Piecewise constant: its gradient is 0 everywhere (PyTorch's
+    choice at the jumps too), so nothing upstream of a sign learns through it."""
+
+    op_name = "sign"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        return array_module(a).sign(a)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return array_module(grad).zeros_like(grad)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)

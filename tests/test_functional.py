@@ -250,6 +250,101 @@ def test_cross_entropy_rejects_bad_targets(bad, error, message):
     assert logits.grad is None
 
 
+# ignore_index, reduction and label_smoothing: PyTorch's meaning (tests/test_torch_parity.py
+# holds them against torch.nn.functional.cross_entropy)
+def _per_position_loss_by_hand(logits, targets, smoothing=0.0):
+    log_probs = logits - special.logsumexp(logits, -1, keepdims=True)
+    picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]
+    return -(1 - smoothing) * picked - smoothing * log_probs.mean(-1)
+
+
+OPTIONS = [
+    dict(),
+    dict(reduction="sum"),
+    dict(reduction="none"),
+    dict(label_smoothing=0.2),
+    dict(label_smoothing=1.0, reduction="sum"),
+    dict(ignore_index=-100),
+    dict(ignore_index=-100, reduction="none", label_smoothing=0.1),
+    dict(ignore_index=3, reduction="sum"),
+    dict(ignore_index=3, label_smoothing=0.3),
+]
+PADDED = np.array([[0, 4, -100], [1, -100, -100]])  # two words padded to length 3
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in
+                                                                     o.items()) or "default")
+def test_cross_entropy_options_by_hand_twin_and_gradcheck(options):
+    logits = random64(2, 3, 5, scale=2.0)
+    targets = np.array([[0, 4, 2], [1, 3, 3]])
+    if options.get("ignore_index") == -100:
+        targets = PADDED
+    ignored = targets == options.get("ignore_index", -100)
+    per = np.where(ignored, 0.0, _per_position_loss_by_hand(
+        logits.data, targets, options.get("label_smoothing", 0.0)))
+    expected = {"none": per, "sum": per.sum(),
+                "mean": per.sum() / (~ignored).sum()}[options.get("reduction", "mean")]
+    loss = F.cross_entropy(logits, targets, **options)
+    np.testing.assert_allclose(loss.data, expected, rtol=1e-12, atol=1e-14)
+    assert_twins_agree(lambda t: F.cross_entropy(t, targets, **options),
+                       lambda t: F.cross_entropy_reference(t, targets, **options), logits)
+    assert gradcheck(lambda t: F.cross_entropy(t, targets, **options), logits)
+    F.cross_entropy(logits, targets, **options).sum().backward()
+    assert not logits.grad[ignored].any()  # an ignored position gets no gradient
+
+
+def test_a_padded_batch_of_words_averages_over_their_letters():
+    logits = random64(2, 3, 5)
+    first = F.cross_entropy(tl.Tensor(logits.data[0, :2]), [0, 4], reduction="sum").item()
+    second = F.cross_entropy(tl.Tensor(logits.data[1, :1]), [1], reduction="sum").item()
+    padded = F.cross_entropy(logits, PADDED).item()
+    assert padded == pytest.approx((first + second) / 3, rel=1e-12)
+
+
+def test_cross_entropy_default_path_is_unchanged_by_the_options():
+    logits = random64(4, 6, seed=3).astype(np.float32)
+    targets = np.array([5, 0, 2, 2])
+    plain = F.cross_entropy(logits, targets).data
+    assert F.cross_entropy(logits, targets, ignore_index=-7).data == plain
+    assert F.cross_entropy(logits, targets, label_smoothing=0.0, reduction="mean").data == plain
+    assert F.cross_entropy(logits, targets, reduction="none").dtype == np.float32
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_with_zero_gradient():
+    for fn in (F.cross_entropy, F.cross_entropy_reference):
+        logits = random64(2, 3)
+        loss = fn(logits, [-100, -100])
+        assert math.isnan(loss.item())
+        loss.backward()
+        np.testing.assert_array_equal(logits.grad, np.zeros((2, 3)))
+        assert F.cross_entropy(random64(2, 3), [-100, -100], reduction="sum").item() == 0.0
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(reduction="average"), ValueError, "reduction must be one of mean, sum, none"),
+    (dict(reduction=None), TypeError, "reduction must be one of"),
+    (dict(label_smoothing=1.5), ValueError, r"label_smoothing must be a finite number in \[0, 1\]"),
+    (dict(label_smoothing=-0.1), ValueError, "label_smoothing"),
+    (dict(label_smoothing="0.1"), TypeError, "label_smoothing"),
+    (dict(ignore_index=1.5), TypeError, "ignore_index must be an integer"),
+    (dict(ignore_index=True), TypeError, "ignore_index"),
+])
+def test_cross_entropy_rejects_bad_options(options, error, message):
+    logits = tl.zeros(2, 4, requires_grad=True)
+    with pytest.raises(error, match=message):
+        F.cross_entropy(logits, [0, 1], **options)
+    with pytest.raises(error, match=message):
+        F.cross_entropy_reference(logits, [0, 1], **options)
+    assert logits.grad is None
+
+
+def test_cross_entropy_still_refuses_negative_targets_that_are_not_the_ignore_index():
+    with pytest.raises(IndexError, match="target -1 at position"):
+        F.cross_entropy(tl.zeros(2, 4), [-1, -100])
+    with pytest.raises(IndexError, match="target -100"):
+        F.cross_entropy(tl.zeros(2, 4), [0, -100], ignore_index=0)
+
+
 def test_cross_entropy_rejects_bad_logits():
     with pytest.raises(TypeError, match="floating"):
         F.cross_entropy(tl.tensor([[1, 2]]), [0])

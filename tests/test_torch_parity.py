@@ -143,3 +143,45 @@ def test_softmax_and_log_softmax_at_huge_logits_match_torch(logit):
                                rtol=1e-12)
     assert np.all(np.isfinite(ours.grad))
     np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+CROSS_ENTROPY_OPTIONS = [
+    dict(),
+    dict(reduction="sum"),
+    dict(reduction="none"),
+    dict(label_smoothing=0.25),
+    dict(ignore_index=-100),
+    dict(ignore_index=-100, reduction="sum", label_smoothing=0.1),
+    dict(ignore_index=-100, reduction="none", label_smoothing=0.4),
+    dict(ignore_index=2, label_smoothing=0.3),
+]
+
+
+@pytest.mark.parametrize("options", CROSS_ENTROPY_OPTIONS,
+                         ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
+def test_cross_entropy_options_match_torch(options, fused):
+    """Padded words (-100) and an in-range ignore_index; PyTorch's class axis is 1, ours -1."""
+    rng = np.random.default_rng(4)
+    logits = rng.normal(0.0, 2.0, (3, 4, 6))
+    targets = np.array([[0, 5, 2, -100], [1, 2, -100, -100], [2, 3, 4, 0]])
+    if options.get("ignore_index", -100) != -100:
+        targets = np.where(targets < 0, 2, targets)
+    fn = tl.nn.functional.cross_entropy if fused else tl.nn.functional.cross_entropy_reference
+    ours = tl.Tensor(logits.copy(), requires_grad=True)
+    theirs = torch.tensor(logits, requires_grad=True)
+    out_ours = fn(ours, targets, **options)
+    out_theirs = torch.nn.functional.cross_entropy(theirs.permute(0, 2, 1),
+                                                   torch.from_numpy(targets), **options)
+    np.testing.assert_allclose(out_ours.data, out_theirs.detach().numpy(), rtol=1e-12,
+                               atol=1e-14)
+    seed = np.cos(np.arange(out_ours.size) * 0.9 + 0.3).reshape(out_ours.shape) + 1.5
+    out_ours.backward(seed)
+    out_theirs.backward(torch.from_numpy(np.asarray(seed)))
+    np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=1e-10, atol=1e-14)
+    ours32 = fn(tl.Tensor(logits.astype(np.float32)), targets, **options)
+    theirs32 = torch.nn.functional.cross_entropy(
+        torch.from_numpy(logits.astype(np.float32)).permute(0, 2, 1), torch.from_numpy(targets),
+        **options)
+    assert ours32.dtype == np.float32
+    np.testing.assert_allclose(ours32.data, theirs32.numpy(), rtol=2e-6, atol=1e-6)

@@ -19,6 +19,7 @@ import numpy as np
 
 from tensorlib import ops, validation
 from tensorlib.backend import array_module
+from tensorlib.ops.loss import REDUCTIONS
 from tensorlib.ops.softmax import causal_forbidden
 from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
@@ -133,12 +134,14 @@ def softmax_reference(x: Tensor, axis: int = -1) -> Tensor:
 
 
 # --------------------------------------------------------------------------------- token ids
-def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
+def token_ids(ids: Any, limit: int, what: str = "token id", ignore: int | None = None
+              ) -> np.ndarray:
     """Validate integer class/token ids against ``[0, limit)`` and return them as int64.
 
     ``ids`` may be an integer Tensor, an integer numpy array, a nested list or an int.
     Floating-point or boolean ids raise TypeError, ids that require grad raise TypeError,
-    and any id outside ``[0, limit)`` raises IndexError naming the first offending value.
+    and any id outside ``[0, limit)`` raises IndexError naming the first offending value;
+    ids equal to ``ignore`` (a padding marker such as -100) are let through as they are.
     """
     if isinstance(ids, Tensor):
         if ids.requires_grad:
@@ -147,7 +150,7 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
     elif isinstance(ids, (bool, np.bool_)):
         raise TypeError(f"{what}s must be integers, got a bool")
     elif isinstance(ids, numbers.Integral):
-        if not 0 <= int(ids) < limit:
+        if not 0 <= int(ids) < limit and int(ids) != ignore:
             raise IndexError(f"{what} {int(ids)} is out of range [0, {limit})")
         array = np.asarray(int(ids), dtype=np.int64)
     else:
@@ -164,6 +167,8 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
             raise TypeError(f"{what}s must have an integer dtype, got {array.dtype}")
     if array.size:  # checked before the cast, so a huge uint64 id is named as it is
         bad = (array < 0) | (array >= limit)
+        if ignore is not None:
+            bad &= array != ignore
         if bad.any():
             first = int(array[bad].reshape(-1)[0])
             position = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -173,40 +178,81 @@ def token_ids(ids: Any, limit: int, what: str = "token id") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- cross-entropy
-def _check_cross_entropy(logits: Any, targets: Any) -> np.ndarray:
+IGNORE_INDEX = -100  # PyTorch's default marker for targets that do not count
+def _check_cross_entropy(logits: Any, targets: Any, ignore_index: int = IGNORE_INDEX,
+                         reduction: str = "mean", label_smoothing: float = 0.0
+                         ) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """Checked targets (ignored positions set to class 0), the kept mask (None when nothing
+    is ignored) and the smoothing, or a clear error naming what is wrong."""
     _check_floating(logits, "cross_entropy logits")
     if logits.ndim == 0:
         raise ValueError("cross_entropy logits must have a class axis, got a 0-d tensor")
     classes = logits.shape[-1]
     if classes == 0:
         raise ValueError(f"cross_entropy logits have no classes (shape {logits.shape})")
-    array = token_ids(targets, classes, what="target")
+    ignore_index = validation.integer(ignore_index, "cross_entropy ignore_index")
+    if not isinstance(reduction, str):
+        raise TypeError(f"cross_entropy reduction must be one of {', '.join(REDUCTIONS)}, "
+                        f"got {reduction!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"cross_entropy reduction must be one of "
+                         f"{', '.join(REDUCTIONS)}, got {reduction!r}")
+    smoothing = validation.real(label_smoothing, "cross_entropy label_smoothing", low=0.0,
+                                high=1.0, high_open=False)
+    array = token_ids(targets, classes, what="target", ignore=ignore_index)
     if array.shape != logits.shape[:-1]:
         raise ValueError(f"cross_entropy targets of shape {array.shape} do not match logits "
                          f"of shape {logits.shape} (expected targets of shape "
                          f"{logits.shape[:-1]})")
     if array.size == 0:
         raise ValueError(f"cross_entropy of an empty batch (logits shape {logits.shape})")
-    return array
+    ignored = array == ignore_index
+    if not ignored.any():
+        return array, None, smoothing
+    return np.where(ignored, 0, array), ~ignored, smoothing
 
 
-def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
-    """Mean cross-entropy between ``logits (..., V)`` and class indices ``targets (...)``.
+def cross_entropy(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy between ``logits (..., V)`` and class indices ``targets (...)``.
 
-    ``targets`` holds integers in ``[0, V)`` with shape ``logits.shape[:-1]``; every leading
-    position counts once in the mean. Stable for logits of any magnitude; inputs are not
-    modified. Non-integer targets raise TypeError, out-of-range ones IndexError.
+    ``targets`` holds integers in ``[0, V)`` with shape ``logits.shape[:-1]``, or
+    ``ignore_index`` (default -100, PyTorch's) at positions that do not count: padding. With
+    ``label_smoothing`` ε the target distribution is (1 - ε)·onehot + ε/V. ``reduction``:
+    "mean" (over the positions not ignored; nan if every one is), "sum", or "none" (the
+    loss per position, 0 where ignored). The class axis is the last one (PyTorch's is axis
+    1 for inputs with more than two axes). Stable for logits of any magnitude; inputs are
+    not modified. Non-integer targets raise TypeError, out-of-range ones IndexError.
     """
-    array = _check_cross_entropy(logits, targets)
-    return ops.CrossEntropy.apply(logits, targets=array)
+    array, kept, smoothing = _check_cross_entropy(logits, targets, ignore_index, reduction,
+                                                  label_smoothing)
+    return ops.CrossEntropy.apply(logits, targets=array, kept=kept, reduction=reduction,
+                                  label_smoothing=smoothing)
 
 
-def cross_entropy_reference(logits: Tensor, targets: Any) -> Tensor:
-    """Cross-entropy as a chain of primitives: -mean(Σ onehot ⊙ log_softmax(logits))."""
-    array = _check_cross_entropy(logits, targets)
-    onehot = np.eye(logits.shape[-1], dtype=logits.dtype)[array]  # (..., V)
-    picked = (log_softmax_reference(logits) * Tensor(onehot)).sum(-1)
-    return -picked.mean()
+def cross_entropy_reference(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
+                            reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy as a chain of primitives: the loss per position is
+    -Σ_c q[c]·log_softmax(logits)[c] for the target distribution q (the smoothed onehot, all
+    zeros where ignored), then summed, averaged over the kept positions, or returned."""
+    array, kept, smoothing = _check_cross_entropy(logits, targets, ignore_index, reduction,
+                                                  label_smoothing)
+    classes = logits.shape[-1]
+    onehot = np.eye(classes, dtype=logits.dtype)[array]  # (..., V)
+    target_distribution = (1.0 - smoothing) * onehot + smoothing / classes
+    count = array.size
+    if kept is not None:
+        target_distribution = target_distribution * kept[..., None]
+        count = int(kept.sum())
+    losses = -(log_softmax_reference(logits)
+               * Tensor(target_distribution.astype(logits.dtype))).sum(-1)  # (...)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    if not count:  # nothing kept: nan, with the zero gradient the fused op gives
+        return losses.sum() * 0.0 + math.nan
+    return losses.sum() / count
 
 
 # --------------------------------------------------------------------------------- masks

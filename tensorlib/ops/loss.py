@@ -8,38 +8,70 @@ from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 
+REDUCTIONS = ("mean", "sum", "none")
+
 
 class CrossEntropy(Function):
-    """Mean negative log-likelihood of ``targets`` under softmax(``logits``), one node.
+    """Negative log-likelihood of ``targets`` under softmax(``logits``), one node.
 
-    Forward: log-softmax with the max subtracted, pick each target's log-probability, mean.
-    Backward: (softmax(logits) - onehot(targets)) / N, times the incoming scalar gradient.
-    ``targets`` are checked ids of shape ``logits.shape[:-1]`` (``tensorlib.nn.functional``
-    checks them).
+    Per position n with target y (V classes, smoothing ε):
+
+        loss_n = (1 - ε)·(-log p_n[y]) + ε·mean_c(-log p_n[c])
+
+    and 0 where ``kept`` is False (the target was ``ignore_index``). ``reduction`` "none"
+    returns the losses in the targets' shape, "sum" their sum, "mean" their sum over the
+    number of kept positions (nan, with a zero gradient, when none is kept, as in PyTorch).
+
+    Backward, per kept row: (softmax(logits) - ((1 - ε)·onehot(y) + ε/V)) · w, where w is
+    the incoming gradient of that row's loss (divided by the kept count for "mean").
+    ``targets`` are checked ids of shape ``logits.shape[:-1]`` with the ignored positions
+    holding any valid class (``tensorlib.nn.functional`` checks and prepares them).
     """
 
     op_name = "cross_entropy"
 
     @staticmethod
-    def forward(ctx: Context, logits: Any, targets: Any) -> Any:
+    def forward(ctx: Context, logits: Any, targets: Any, kept: Any = None,
+                reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
         xp = array_module(logits)
         classes = logits.shape[-1]
-        targets = xp.asarray(targets)
+        targets = xp.asarray(targets).reshape(-1)  # (N,)
         flat = logits.reshape(-1, classes)  # (N, V)
-        rows = xp.arange(flat.shape[0])
         shifted = flat - flat.max(axis=-1, keepdims=True)
         log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
-        loss = -log_probs[rows, targets.reshape(-1)].mean()
+        losses = -log_probs[xp.arange(flat.shape[0]), targets]  # (N,)
+        if label_smoothing:
+            losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)
+        count = flat.shape[0]
+        if kept is not None:
+            kept = xp.asarray(kept).reshape(-1)
+            losses = xp.where(kept, losses, 0.0)
+            count = int(kept.sum())
         ctx.save_for_backward(log_probs)
-        ctx.targets, ctx.input_shape = targets.reshape(-1), logits.shape
-        return xp.asarray(loss, dtype=logits.dtype)
+        ctx.targets, ctx.kept, ctx.count = targets, kept, count
+        ctx.reduction, ctx.smoothing, ctx.input_shape = reduction, label_smoothing, logits.shape
+        if reduction == "none":
+            return losses.reshape(logits.shape[:-1]).astype(logits.dtype, copy=False)
+        total = losses.sum()
+        if reduction == "mean":
+            total = total / count if count else xp.nan
+        return xp.asarray(total, dtype=logits.dtype)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (log_probs,) = ctx.saved_tensors
         xp = array_module(log_probs)
-        count = log_probs.shape[0]
+        rows, classes = log_probs.shape
         probs = xp.exp(log_probs)  # a fresh array: safe to change in place
-        probs[xp.arange(count), ctx.targets] -= 1.0
-        probs *= grad / count
+        if ctx.smoothing:
+            probs -= ctx.smoothing / classes
+        probs[xp.arange(rows), ctx.targets] -= 1.0 - ctx.smoothing
+        if ctx.reduction == "none":
+            probs *= grad.reshape(rows, 1)
+        elif ctx.reduction == "sum":
+            probs *= grad
+        else:
+            probs *= grad / max(ctx.count, 1)
+        if ctx.kept is not None:
+            probs *= ctx.kept[:, None]
         return probs.reshape(ctx.input_shape)

@@ -14,6 +14,9 @@ accepted by :func:`load` and written by :func:`save_legacy_weights`.
 
 Guarantees:
 
+* An AdamW with several parameter groups is refused (ValueError) at :func:`save` and
+  :func:`load`: the v1 layout has one set of settings, and flattening the groups would lose
+  them. One group, however it was built, writes exactly the v1 bytes.
 * :func:`save` validates everything first (finite float32 values, names, sizes), then writes
   ``path + ".tmp"``, flushes, fsyncs and renames it over ``path``. On any error the temporary
   file is removed and an existing checkpoint at ``path`` is left byte-for-byte as it was.
@@ -311,6 +314,12 @@ def _adamw_state(optimizer: Any) -> dict[str, Any]:
         raise TypeError(
             f"checkpoints store AdamW optimizer state only; got {type(optimizer).__name__} "
             "(save SGD runs without the optimizer, or use its state_dict())"
+        )
+    if "param_groups" in state:
+        raise ValueError(
+            f"TLCKPT v1 stores one set of AdamW settings; this optimizer has "
+            f"{len(state['param_groups'])} parameter groups. Save without the optimizer and "
+            "keep optimizer.state_dict() with your own serializer (pickle, for example)"
         )
     return state
 

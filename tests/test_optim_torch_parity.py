@@ -102,3 +102,65 @@ def test_clip_grad_norm_matches_torch():
 def test_sgd_matches_torch(momentum):
     run_both(lambda ps: SGD(ps, lr=0.05, momentum=momentum),
              lambda ts: torch.optim.SGD(ts, lr=0.05, momentum=momentum), seed=4)
+
+
+# ------------------------------------------------------------ parameter groups (PyTorch's format)
+def _groups(parameters, settings):
+    """[{"params": [p0, p2], **settings[0]}, {"params": [p1], **settings[1]}]."""
+    return [{"params": [parameters[0], parameters[2]], **settings[0]},
+            {"params": [parameters[1]], **settings[1]}]
+
+
+@pytest.mark.parametrize("clip", [0.0, 1.0])
+def test_adamw_parameter_groups_match_torch(clip):
+    settings = [{"lr": 3e-3, "weight_decay": 0.1}, {"lr": 2e-2, "weight_decay": 0.0,
+                                                    "betas": (0.8, 0.95), "eps": 1e-6}]
+    ours, theirs, opt_ours, _ = run_both(
+        lambda ps: AdamW(_groups(ps, settings), lr=1e-3, max_grad_norm=clip),
+        lambda ts: torch.optim.AdamW(_groups(ts, settings), lr=1e-3), seed=5, clip=clip)
+    assert [len(g["params"]) for g in opt_ours.param_groups] == [2, 1]
+    assert opt_ours.parameters == [ours[0], ours[2], ours[1]]
+
+
+def test_adamw_nanogpt_groups_match_torch():
+    """weight_decay_groups' split (decay on matrices only) against the same split by hand."""
+    from tensorlib.nn import Module
+    from tensorlib.optim import weight_decay_groups
+
+    def make_ours(parameters):
+        holder = Module()
+        for index, parameter in enumerate(parameters):
+            setattr(holder, f"p{index}", parameter)
+        return AdamW(weight_decay_groups(holder, 0.2), lr=1e-2)
+
+    def make_theirs(tensors):
+        return torch.optim.AdamW([{"params": [t for t in tensors if t.dim() >= 2],
+                                   "weight_decay": 0.2},
+                                  {"params": [t for t in tensors if t.dim() < 2],
+                                   "weight_decay": 0.0}], lr=1e-2)
+
+    _, _, opt_ours, _ = run_both(make_ours, make_theirs, seed=6)
+    assert [g["weight_decay"] for g in opt_ours.param_groups] == [0.2, 0.0]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_parameter_groups_match_torch(momentum):
+    settings = [{"lr": 0.02}, {"lr": 0.2, "momentum": 0.5}]
+    run_both(lambda ps: SGD(_groups(ps, settings), lr=0.1, momentum=momentum),
+             lambda ts: torch.optim.SGD(_groups(ts, settings), lr=0.1, momentum=momentum),
+             seed=7)
+
+
+def one_group_each(tensors, rates):
+    return [{"params": [t], "lr": r} for t, r in zip(tensors, rates, strict=True)]
+
+
+def test_sgd_per_parameter_learning_rates_match_torch_groups_of_one():
+    rates = [0.01, 0.3, 0.07]
+    _, _, opt_ours, _ = run_both(
+        lambda ps: SGD(ps, lr=rates, momentum=0.9),
+        lambda ts: torch.optim.SGD(one_group_each(ts, rates), lr=0.1, momentum=0.9), seed=8)
+    assert [g["lr"] for g in opt_ours.param_groups] == rates
+    _, _, opt_ours, _ = run_both(
+        lambda ps: SGD(ps, lr=np.array(rates)),
+        lambda ts: torch.optim.SGD(one_group_each(ts, rates), lr=0.1), seed=9)

@@ -22,8 +22,8 @@ def adamw_step(optimizer: Any) -> bool:
     case does not apply or a number is not finite; the caller then runs its own loop.
 
     Stands in for: ``AdamW.step``'s loop over parameters (same update, same float operations
-    in the same order). The flat case: every parameter trainable with a gradient, one dtype,
-    one array type, one step count.
+    in the same order). The flat case: one parameter group, every parameter trainable with a
+    gradient, one dtype, one array type, one step count.
     How: the moments live in two flat buffers, and ``optimizer.state[i]``'s arrays are views
     into them, updated in place (as PyTorch does); new moments and values are staged in flat
     buffers, checked (two sums: a non-finite gradient or value makes the new values non-finite,
@@ -61,6 +61,8 @@ def adamw_step(optimizer: Any) -> bool:
 
 def _common_step(optimizer: Any) -> int | None:
     """The next step number when the flat case applies, else None."""
+    if len(optimizer.param_groups) != 1:
+        return None
     parameters, state = optimizer.parameters, optimizer.state
     reference = parameters[0].data
     if reference.dtype.kind != "f":
@@ -82,7 +84,8 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
     (the gradient buffer is used up as scratch)."""
     moments, grads, values, scratch = flat["moments"], flat["grads"], flat["values"], \
         flat["scratch"]
-    beta1, beta2 = optimizer.betas
+    group = optimizer.param_groups[0]
+    beta1, beta2 = group["betas"]
     first, second = flat["staged"]
     xp.multiply(moments[0], dtype(beta1), out=first)
     xp.multiply(grads, dtype(1.0 - beta1), out=scratch)
@@ -91,13 +94,13 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
     scratch *= dtype(1.0 - beta2)
     xp.multiply(moments[1], dtype(beta2), out=second)
     second += scratch  # v = beta2·v + (1 - beta2)·g²
-    decay, epsilon, correction = optimizer.update_scalars(step)
+    decay, epsilon, correction = optimizer.update_scalars(step, group)
     denominator = grads  # the gradients are no longer needed
     xp.sqrt(second, out=denominator)
     denominator += dtype(epsilon)
     xp.divide(first, denominator, out=scratch)
     scratch *= dtype(correction)
-    scratch *= dtype(optimizer.lr)
+    scratch *= dtype(group["lr"])
     values *= dtype(decay)
     values -= scratch  # p·(1 - lr·wd) - (m / d)·correction·lr
 

@@ -11,15 +11,28 @@ from tensorlib.autograd import no_grad
 from tensorlib.backend import array_module
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
 from tensorlib.optim.optimizer import (
+    GroupSetting,
     Optimizer,
     ParamsOrModule,
     staged_array,
 )
 
 
-def _check_betas(value: Any) -> tuple[float, float]:
+def _learning_rate(value: Any, what: str) -> float:
+    return validation.real(value, what, low=0.0)
+
+
+def _epsilon(value: Any, what: str) -> float:
+    return validation.real(value, what, low=0.0, low_open=True)
+
+
+def _non_negative(value: Any, what: str) -> float:
+    return validation.real(value, what, low=0.0)
+
+
+def _check_betas(value: Any, what: str = "betas") -> tuple[float, float]:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
+        raise TypeError(f"{what} must be a pair (beta1, beta2), got {value!r}")
     return (validation.real(value[0], "beta1", low=0.0, high=1.0),
             validation.real(value[1], "beta2", low=0.0, high=1.0))
 
@@ -51,15 +64,20 @@ class AdamW(Optimizer):
     the parameter's dtype.
     """
 
+    GROUP_SETTINGS = {"lr": _learning_rate, "betas": _check_betas, "eps": _epsilon,
+                      "weight_decay": _non_negative}
+    GLOBAL_SETTINGS = {"max_grad_norm": _non_negative}
+    lr = GroupSetting()
+    betas = GroupSetting()
+    eps = GroupSetting()
+    weight_decay = GroupSetting()
+
     def __init__(self, params_or_module: ParamsOrModule, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01, max_grad_norm: float = 0.0):
-        self.lr = lr
-        self.betas = betas
-        self.eps = eps
-        self.weight_decay = weight_decay
         self.max_grad_norm = max_grad_norm
-        super().__init__(params_or_module)
+        super().__init__(params_or_module, lr=lr, betas=betas, eps=eps,
+                         weight_decay=weight_decay)
         self.state: list[dict[str, Any]] = []
         for parameter in self.parameters:
             xp = array_module(parameter.data)
@@ -71,43 +89,18 @@ class AdamW(Optimizer):
 
     # ------------------------------------------------------------------- configuration
     @property
-    def betas(self) -> tuple[float, float]:
-        return self._betas
-
-    @betas.setter
-    def betas(self, value: tuple[float, float]) -> None:
-        self._betas = _check_betas(value)
-
-    @property
-    def eps(self) -> float:
-        return self._eps
-
-    @eps.setter
-    def eps(self, value: float) -> None:
-        self._eps = validation.real(value, "eps", low=0.0, low_open=True)
-
-    @property
-    def weight_decay(self) -> float:
-        return self._weight_decay
-
-    @weight_decay.setter
-    def weight_decay(self, value: float) -> None:
-        self._weight_decay = validation.real(value, "weight_decay", low=0.0)
-
-    @property
     def max_grad_norm(self) -> float:
+        """Global clipping (0: off); one setting for the whole step, not per group."""
         return self._max_grad_norm
 
     @max_grad_norm.setter
     def max_grad_norm(self, value: float) -> None:
-        self._max_grad_norm = validation.real(value, "max_grad_norm", low=0.0)
-
-    def config(self) -> dict[str, Any]:
-        """The hyperparameters as a plain dict (the ``"config"`` of ``state_dict()``)."""
-        return {"lr": self.lr, "betas": self.betas, "eps": self.eps,
-                "weight_decay": self.weight_decay, "max_grad_norm": self.max_grad_norm}
+        self._max_grad_norm = _non_negative(value, "max_grad_norm")
 
     def __repr__(self) -> str:
+        if len(self.param_groups) > 1:
+            return (f"AdamW({len(self.param_groups)} groups, max_grad_norm="
+                    f"{self.max_grad_norm}, parameters={len(self.parameters)})")
         settings = ", ".join(f"{key}={value}" for key, value in self.config().items())
         return f"AdamW({settings}, parameters={len(self.parameters)})"
 
@@ -139,27 +132,29 @@ class AdamW(Optimizer):
         checked to be finite (nothing is changed here)."""
         xp = array_module(parameter.data)
         dtype = parameter.dtype.type
-        beta1, beta2 = self.betas
+        group = self.group_of(index)
+        beta1, beta2 = group["betas"]
         entry = self.state[index]
         step = entry["step"] + 1
         first = dtype(beta1) * entry["first_moment"] + dtype(1.0 - beta1) * grad
         second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
-        decay, epsilon, correction = self.update_scalars(step)
+        decay, epsilon, correction = self.update_scalars(step, group)
         denominator = xp.sqrt(second) + dtype(epsilon)
         new_value = (parameter.data * dtype(decay)
-                     - (first / denominator) * dtype(correction) * dtype(self.lr))
+                     - (first / denominator) * dtype(correction) * dtype(group["lr"]))
         self.check_staged(index, "first moment", first)
         self.check_staged(index, "second moment", second)
         self.check_staged(index, "value", new_value)
         return step, first, second, new_value
 
-    def update_scalars(self, step: int) -> tuple[float, float, float]:
-        """The update's scalars at ``step``: the decay factor 1 - lr·weight_decay, eps scaled
-        by sqrt(1 - beta2**step), and the two bias corrections folded into one factor,
-        sqrt(1 - beta2**step) / (1 - beta1**step)."""
-        beta1, beta2 = self.betas
+    def update_scalars(self, step: int, group: dict[str, Any]) -> tuple[float, float, float]:
+        """The update's scalars at ``step`` for a parameter ``group``: the decay factor
+        1 - lr·weight_decay, eps scaled by sqrt(1 - beta2**step), and the two bias
+        corrections folded into one factor, sqrt(1 - beta2**step) / (1 - beta1**step)."""
+        beta1, beta2 = group["betas"]
         root = (1.0 - beta2**step) ** 0.5
-        return 1.0 - self.lr * self.weight_decay, self.eps * root, root / (1.0 - beta1**step)
+        return (1.0 - group["lr"] * group["weight_decay"], group["eps"] * root,
+                root / (1.0 - beta1**step))
 
     def clip_coefficient(self, grads: list[Any]) -> float | None:
         """The factor max_grad_norm / (norm + 1e-6) that the update applies to ``grads``
@@ -175,10 +170,12 @@ class AdamW(Optimizer):
     # ------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         """``{"type": "AdamW", "config": {...}, "state": [{"step", "first_moment",
-        "second_moment"}...]}`` with copied arrays."""
+        "second_moment"}...]}`` with copied arrays; with several groups, ``"config":
+        {"max_grad_norm"}`` and ``"param_groups"`` (each ``{"params": [indices], "lr",
+        "betas", "eps", "weight_decay"}``)."""
         return {
             "type": "AdamW",
-            "config": self.config(),
+            **self._group_state(),
             "state": [
                 {"step": entry["step"], "first_moment": entry["first_moment"].copy(),
                  "second_moment": entry["second_moment"].copy()}
@@ -187,16 +184,10 @@ class AdamW(Optimizer):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore config, step counters and moments; everything is checked first, so a bad
+        """Restore settings, step counters and moments; everything is checked first, so a bad
         state changes nothing (ValueError/KeyError/TypeError naming the problem)."""
-        keys = ("lr", "betas", "eps", "weight_decay", "max_grad_norm")
-        self._check_state_header(state, "AdamW", keys)
-        config = state["config"]
-        lr = validation.real(config["lr"], "lr", low=0.0)
-        betas = _check_betas(config["betas"])
-        eps = validation.real(config["eps"], "eps", low=0.0, low_open=True)
-        weight_decay = validation.real(config["weight_decay"], "weight_decay", low=0.0)
-        max_grad_norm = validation.real(config["max_grad_norm"], "max_grad_norm", low=0.0)
+        self._check_state_header(state, "AdamW")
+        groups, globals_ = self._staged_groups(state)
         entries = []
         for index, entry in enumerate(state["state"]):
             for key in ("step", "first_moment", "second_moment"):
@@ -211,6 +202,6 @@ class AdamW(Optimizer):
             if bool((second < 0).any()):
                 raise ValueError(f"second moment of {self.describe(index)} has negative values")
             entries.append({"step": step, "first_moment": first, "second_moment": second})
-        self._lr, self._betas, self._eps = lr, betas, eps
-        self._weight_decay, self._max_grad_norm = weight_decay, max_grad_norm
+        self._commit_groups(groups)
+        self._max_grad_norm = globals_["max_grad_norm"]
         self.state = entries

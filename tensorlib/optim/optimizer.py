@@ -7,7 +7,7 @@ all-or-nothing: every gradient and every new value is checked before any paramet
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,8 @@ from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Iterable[Parameter]
 
-def collect_parameters(params_or_module: ParamsOrModule) -> tuple[list[Parameter], list[str]]:
+def collect_parameters(params_or_module: ParamsOrModule, allow_empty: bool = False
+                       ) -> tuple[list[Parameter], list[str]]:
     """The parameters of a Module (``module.parameters()``) or of an iterable, and their names.
 
     Names are the module's dotted names, or ``"parameter i"`` for a plain iterable. Raises
@@ -45,21 +46,39 @@ def collect_parameters(params_or_module: ParamsOrModule) -> tuple[list[Parameter
     else:
         parameters = list(params_or_module)
         names = [f"parameter {index}" for index in range(len(parameters))]
-    if not parameters:
+    if not parameters and not allow_empty:
         raise ValueError("the optimizer got an empty parameter list")
-    seen: dict[int, int] = {}
     for index, parameter in enumerate(parameters):
         if not isinstance(parameter, Parameter):
             raise TypeError(
                 f"item {index} is a {type(parameter).__name__}, not a Parameter"
             )
+    _check_distinct(parameters, [f"item {index}" for index in range(len(parameters))])
+    return parameters, names
+
+
+def _check_distinct(parameters: list[Parameter], labels: list[str]) -> None:
+    """ValueError when one Parameter appears twice (in one group or in two)."""
+    seen: dict[int, int] = {}
+    for index, parameter in enumerate(parameters):
         if id(parameter) in seen:
             raise ValueError(
-                f"item {index} is the same Parameter as item {seen[id(parameter)]}; "
+                f"{labels[index]} is the same Parameter as {labels[seen[id(parameter)]]}; "
                 "each parameter may appear only once"
             )
         seen[id(parameter)] = index
-    return parameters, names
+
+
+def _check_keys(entries: Any, keys: tuple[str, ...], what: str) -> None:
+    """KeyError for a missing key, ValueError for an unknown one."""
+    if not isinstance(entries, dict):
+        raise TypeError(f"'{what}' must be a dict, got {type(entries).__name__}")
+    for key in keys:
+        if key not in entries:
+            raise KeyError(f"{what} is missing '{key}'")
+    unknown = sorted(set(entries) - set(keys))
+    if unknown:
+        raise ValueError(f"{what} has unknown keys {unknown}")
 
 
 def all_finite(array: Any) -> bool:
@@ -103,25 +122,200 @@ def gradient_array(parameter: Parameter, label: str) -> Any:
     return grad
 
 
-class Optimizer:
-    """Base class: ``parameters``, ``zero_grad()`` and the checked gradient gathering.
+Validator = Callable[[Any, str], Any]
 
+
+class ParamGroup(dict):
+    """One parameter group, PyTorch's shape: ``{"params": [...], "lr": ..., ...}``.
+
+    Its hyperparameters may be changed (``group["lr"] = 3e-4``) and are validated on every
+    assignment; its ``"params"`` are fixed when the optimizer is built, and it takes no keys
+    the optimizer does not know.
+    """
+
+    def __init__(self, params: list[Parameter], settings: dict[str, Any],
+                 validators: dict[str, Validator]):
+        super().__init__(params=params)
+        self._validators = validators
+        for key, value in settings.items():
+            self[key] = value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key == "params" and "params" in self:
+            raise TypeError("a parameter group's 'params' are fixed when the optimizer is built")
+        if key != "params":
+            if key not in self._validators:
+                raise KeyError(f"unknown hyperparameter {key!r}; a group takes "
+                               f"{', '.join(self._validators)}")
+            value = self._validators[key](value, key)
+        super().__setitem__(key, value)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def settings(self) -> dict[str, Any]:
+        """The hyperparameters, without the parameters."""
+        return {key: value for key, value in self.items() if key != "params"}
+
+
+class GroupSetting:
+    """``optimizer.lr`` and the like: reading gives the value every group shares (ValueError
+    when groups differ: read ``param_groups[i][name]``); assigning sets it in every group."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, optimizer: Any, owner: type | None = None) -> Any:
+        if optimizer is None:
+            return self
+        values = {repr(group[self.name]): group[self.name] for group in optimizer.param_groups}
+        if len(values) > 1:
+            raise ValueError(f"the parameter groups have different {self.name} values "
+                             f"({', '.join(values)}); read param_groups[i][{self.name!r}]")
+        return next(iter(values.values()))
+
+    def __set__(self, optimizer: Any, value: Any) -> None:
+        value = optimizer.GROUP_SETTINGS[self.name](value, self.name)
+        for group in optimizer.param_groups:
+            group[self.name] = value
+
+
+def _group_specs(params_or_module: Any) -> tuple[list[tuple[list[Parameter], list[str], dict]],
+                                                  bool]:
+    """``(parameters, names, settings)`` per group: one group for a Module or an iterable of
+    Parameters, one per dict for PyTorch's list of groups; and whether groups were given."""
+    dicts: list[bool] = []
+    if isinstance(params_or_module, Iterable) and not isinstance(
+            params_or_module, (Module, Tensor, str, bytes, dict)):
+        params_or_module = list(params_or_module)
+        dicts = [isinstance(item, dict) for item in params_or_module]
+        if any(dicts) and not all(dicts):
+            raise TypeError("expected Parameters or parameter groups (dicts), not a mix of both")
+    if isinstance(params_or_module, list) and params_or_module and all(dicts):
+        specs = []
+        for number, group in enumerate(params_or_module):
+            if "params" not in group:
+                raise KeyError(f"parameter group {number} has no 'params'")
+            parameters, names = collect_parameters(group["params"], allow_empty=True)
+            names = [f"group {number} {name}" for name in names]
+            specs.append((parameters, names, {k: v for k, v in group.items() if k != "params"}))
+        return specs, True
+    parameters, names = collect_parameters(params_or_module)
+    return [(parameters, names, {})], False
+
+
+class Optimizer:
+    """Base class: ``param_groups``, the flat ``parameters`` list, ``zero_grad()`` and the
+    checked gradient gathering.
+
+    Built from a Module, an iterable of Parameters, or PyTorch's list of parameter groups
+    (``[{"params": [...], "lr": 0.1}, ...]``: a group's own settings override the
+    optimizer's arguments). ``GROUP_SETTINGS`` names each hyperparameter a group may set and
+    its validator; ``GLOBAL_SETTINGS`` those that apply to the whole step (clipping).
     Subclasses define ``step()``, ``state_dict()`` and ``load_state_dict()``.
     """
 
-    def __init__(self, params_or_module: ParamsOrModule):
-        parameters, names = collect_parameters(params_or_module)
-        self.parameters: list[Parameter] = parameters
-        self._names = names
+    GROUP_SETTINGS: dict[str, Validator] = {}
+    GLOBAL_SETTINGS: dict[str, Validator] = {}
 
-    @property
-    def lr(self) -> float:
-        """The learning rate (validated on every assignment; schedules set it)."""
-        return self._lr
+    def __init__(self, params_or_module: ParamsOrModule, **defaults: Any):
+        defaults = {key: self.GROUP_SETTINGS[key](value, key) for key, value in defaults.items()}
+        self.param_groups: list[ParamGroup] = []
+        self.parameters: list[Parameter] = []
+        self._names: list[str] = []
+        self._group_of: list[int] = []
+        for parameters, names, settings in self._split(*_group_specs(params_or_module)):
+            for key in settings:
+                if key in self.GLOBAL_SETTINGS:
+                    raise ValueError(f"{key} applies to the whole step, not to one group; pass "
+                                     f"it to {type(self).__name__}(...)")
+            group = ParamGroup(parameters, {**defaults, **settings}, self.GROUP_SETTINGS)
+            self._group_of += [len(self.param_groups)] * len(parameters)
+            self.param_groups.append(group)
+            self.parameters += parameters
+            self._names += names
+        if not self.parameters:
+            raise ValueError("the optimizer got an empty parameter list")
+        _check_distinct(self.parameters, self._names)
 
-    @lr.setter
-    def lr(self, value: float) -> None:
-        self._lr = validation.real(value, "lr", low=0.0)
+    def _split(self, specs: list, grouped: bool) -> list:
+        """Hook for per-parameter settings (SGD's lr sequence); the groups as given here."""
+        return specs
+
+    def group_of(self, index: int) -> ParamGroup:
+        """The parameter group that ``parameters[index]`` belongs to."""
+        return self.param_groups[self._group_of[index]]
+
+    def _group_state(self) -> dict[str, Any]:
+        """The ``state_dict`` entries that describe the settings: ``{"config": {...}}`` for
+        one group (the format of one-group optimizers), else ``{"config": {global settings},
+        "param_groups": [{"params": [indices], settings...}, ...]}``."""
+        if len(self.param_groups) == 1:
+            return {"config": self.config()}
+        globals_ = {key: getattr(self, key) for key in self.GLOBAL_SETTINGS}
+        groups, start = [], 0
+        for group in self.param_groups:
+            count = len(group["params"])
+            groups.append({"params": list(range(start, start + count)), **group.settings()})
+            start += count
+        return {"config": globals_, "param_groups": groups}
+
+    def config(self) -> dict[str, Any]:
+        """The hyperparameters as a plain dict (one group only: ``param_groups`` holds them
+        per group otherwise)."""
+        if len(self.param_groups) > 1:
+            raise ValueError(f"this optimizer has {len(self.param_groups)} parameter groups; "
+                             "read param_groups for their settings")
+        settings = self.param_groups[0].settings()
+        return {**settings, **{key: getattr(self, key) for key in self.GLOBAL_SETTINGS}}
+
+    def _staged_groups(self, state: dict[str, Any]) -> tuple[list[dict], dict[str, Any]]:
+        """The checked group settings and global settings of a ``state_dict`` (nothing is
+        changed here): ValueError/KeyError/TypeError naming what does not fit."""
+        config = state["config"]
+        keys = (*self.GROUP_SETTINGS, *self.GLOBAL_SETTINGS)
+        if "param_groups" not in state:
+            if len(self.param_groups) != 1:
+                raise ValueError(f"optimizer state has one parameter group, this optimizer "
+                                 f"has {len(self.param_groups)}")
+            _check_keys(config, keys, "config")
+            settings = {key: self.GROUP_SETTINGS[key](config[key], key)
+                        for key in self.GROUP_SETTINGS}
+            groups = [settings]
+        else:
+            _check_keys(config, tuple(self.GLOBAL_SETTINGS), "config")
+            entries = state["param_groups"]
+            if not isinstance(entries, (list, tuple)) or len(entries) != len(self.param_groups):
+                count = len(entries) if isinstance(entries, (list, tuple)) else "no list of"
+                raise ValueError(f"optimizer state has {count} parameter groups, this "
+                                 f"optimizer has {len(self.param_groups)}")
+            groups, start = [], 0
+            for number, (entry, group) in enumerate(zip(entries, self.param_groups,
+                                                        strict=True)):
+                if not isinstance(entry, dict):
+                    raise TypeError(f"parameter group {number} must be a dict")
+                count = len(group["params"])
+                if list(entry.get("params", ())) != list(range(start, start + count)):
+                    raise ValueError(f"parameter group {number} of the state holds parameters "
+                                     f"{entry.get('params')}, this optimizer's holds "
+                                     f"{list(range(start, start + count))}")
+                start += count
+                _check_keys(entry, ("params", *self.GROUP_SETTINGS), f"parameter group {number}")
+                groups.append({key: self.GROUP_SETTINGS[key](entry[key], key)
+                               for key in self.GROUP_SETTINGS})
+        globals_ = {key: self.GLOBAL_SETTINGS[key](config[key], key)
+                    for key in self.GLOBAL_SETTINGS}
+        return groups, globals_
+
+    def _commit_groups(self, groups: list[dict]) -> None:
+        for group, settings in zip(self.param_groups, groups, strict=True):
+            group.update(settings)
 
     def describe(self, index: int) -> str:
         """``parameter 2 ('blocks.0.weight', shape (4, 4))`` for error messages."""
@@ -166,7 +360,7 @@ class Optimizer:
                 "(overflow); nothing was changed"
             )
 
-    def _check_state_header(self, state: Any, kind: str, config_keys: tuple[str, ...]) -> None:
+    def _check_state_header(self, state: Any, kind: str) -> None:
         """Common checks of ``load_state_dict`` input: type, keys, parameter count."""
         if not isinstance(state, dict):
             raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
@@ -175,15 +369,8 @@ class Optimizer:
                 raise KeyError(f"optimizer state is missing '{key}'")
         if state["type"] != kind:
             raise ValueError(f"optimizer state is for {state['type']!r}, not {kind!r}")
-        config = state["config"]
-        if not isinstance(config, dict):
-            raise TypeError(f"'config' must be a dict, got {type(config).__name__}")
-        for key in config_keys:
-            if key not in config:
-                raise KeyError(f"{kind} config is missing '{key}'")
-        unknown = sorted(set(config) - set(config_keys))
-        if unknown:
-            raise ValueError(f"{kind} config has unknown keys {unknown}")
+        if not isinstance(state["config"], dict):
+            raise TypeError(f"'config' must be a dict, got {type(state['config']).__name__}")
         entries = state["state"]
         if not isinstance(entries, (list, tuple)):
             raise TypeError(f"'state' must be a list, got {type(entries).__name__}")
@@ -204,3 +391,23 @@ class Optimizer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         raise NotImplementedError
+
+
+def weight_decay_groups(module: Module, weight_decay: float) -> list[dict[str, Any]]:
+    """nanoGPT's two parameter groups for AdamW: weight decay on the weight matrices (two or
+    more axes: Linear, Embedding, the stacked Q/K/V weights), none on the rest (biases,
+    LayerNorm weights, and the stacked (3, C) Q/K/V bias, which has two axes but is a bias).
+    Trainable parameters only, in module order; an empty group is left out::
+
+        AdamW(weight_decay_groups(model, 0.1), lr=3e-4)
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"weight_decay_groups needs a Module, got {type(module).__name__}")
+    weight_decay = validation.real(weight_decay, "weight_decay", low=0.0)
+    decayed, plain = [], []
+    for name, parameter in module.named_parameters(include_frozen=False):
+        is_matrix = parameter.ndim >= 2 and not name.rsplit(".", 1)[-1].endswith("bias")
+        (decayed if is_matrix else plain).append(parameter)
+    groups = [{"params": decayed, "weight_decay": weight_decay},
+              {"params": plain, "weight_decay": 0.0}]
+    return [group for group in groups if group["params"]]

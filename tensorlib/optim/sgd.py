@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -9,37 +10,65 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.optim.optimizer import (
+    GroupSetting,
     Optimizer,
     ParamsOrModule,
     staged_array,
 )
 
 
+def _learning_rate(value: Any, what: str) -> float:
+    return validation.real(value, what, low=0.0)
+
+
+def _momentum(value: Any, what: str) -> float:
+    return validation.real(value, what, low=0.0, high=1.0)
+
+
 class SGD(Optimizer):
     """``p -= lr * g``; with momentum, ``buf = momentum * buf + g`` then ``p -= lr * buf``.
 
-    The first momentum step starts from ``buf = g`` (as ``torch.optim.SGD``). ``step()`` skips
-    frozen parameters and parameters whose ``.grad`` is None, and changes nothing at all if any
-    gradient is mis-shaped or any value, gradient or updated value is not finite.
+    ``lr`` is one rate, or a sequence of rates, one per parameter (in ``parameters`` order:
+    each parameter then forms its own group). ``params_or_module`` may also be PyTorch's list
+    of groups, each with its own ``lr`` and ``momentum``. The first momentum step starts from
+    ``buf = g`` (as ``torch.optim.SGD``). ``step()`` skips frozen parameters and parameters
+    whose ``.grad`` is None, and changes nothing at all if any gradient is mis-shaped or any
+    value, gradient or updated value is not finite.
     """
 
-    def __init__(self, params_or_module: ParamsOrModule, lr: float, momentum: float = 0.0):
-        self.lr = lr
-        self.momentum = momentum
-        super().__init__(params_or_module)
+    GROUP_SETTINGS = {"lr": _learning_rate, "momentum": _momentum}
+    lr = GroupSetting()
+    momentum = GroupSetting()
+
+    def __init__(self, params_or_module: ParamsOrModule, lr: float | Sequence[float],
+                 momentum: float = 0.0):
+        self._rates = None
+        if isinstance(lr, (Sequence, np.ndarray)) and not isinstance(lr, (str, bytes)):
+            self._rates = [_learning_rate(rate, f"lr[{index}]")
+                           for index, rate in enumerate(np.asarray(lr, dtype=object).ravel()
+                                                         if isinstance(lr, np.ndarray) else lr)]
+            lr = 0.0  # every parameter gets its own rate below
+        super().__init__(params_or_module, lr=lr, momentum=momentum)
         # One dict per parameter; the buffer is created by the parameter's first update.
         self.state: list[dict[str, Any]] = [{"momentum_buffer": None} for _ in self.parameters]
 
-    # ------------------------------------------------------------------- configuration
-    @property
-    def momentum(self) -> float:
-        return self._momentum
-
-    @momentum.setter
-    def momentum(self, value: float) -> None:
-        self._momentum = validation.real(value, "momentum", low=0.0, high=1.0)
+    def _split(self, specs: list, grouped: bool) -> list:
+        """With a sequence of rates, one group per parameter, each with its rate."""
+        if self._rates is None:
+            return specs
+        if grouped:
+            raise TypeError("a per-parameter lr sequence cannot be combined with parameter "
+                            "groups; give each group its own 'lr'")
+        parameters, names, settings = specs[0]
+        if len(self._rates) != len(parameters):
+            raise ValueError(f"lr {self._rates!r} has {len(self._rates)} rates for "
+                             f"{len(parameters)} parameters (one rate per parameter)")
+        return [([parameter], [name], {**settings, "lr": rate})
+                for parameter, name, rate in zip(parameters, names, self._rates, strict=True)]
 
     def __repr__(self) -> str:
+        if len(self.param_groups) > 1:
+            return f"SGD({len(self.param_groups)} groups, parameters={len(self.parameters)})"
         return (f"SGD(lr={self.lr}, momentum={self.momentum}, "
                 f"parameters={len(self.parameters)})")
 
@@ -50,31 +79,34 @@ class SGD(Optimizer):
         staged = []
         with np.errstate(over="ignore", invalid="ignore"):
             for index, parameter, grad in pending:
+                group = self.group_of(index)
+                lr, momentum = group["lr"], group["momentum"]
                 dtype = parameter.dtype.type
                 direction = grad
                 buffer = self.state[index]["momentum_buffer"]
-                if self.momentum > 0.0:
+                if momentum > 0.0:
                     if buffer is None:
                         direction = grad.copy()  # the first step starts the buffer at g
                     else:
-                        direction = dtype(self.momentum) * buffer + grad
+                        direction = dtype(momentum) * buffer + grad
                     self.check_staged(index, "momentum buffer", direction)
-                new_value = parameter.data - dtype(self.lr) * direction
+                new_value = parameter.data - dtype(lr) * direction
                 self.check_staged(index, "value", new_value)
-                staged.append((index, parameter, new_value, direction))
+                staged.append((index, parameter, new_value, direction, momentum > 0.0))
         with no_grad():
-            for index, parameter, new_value, direction in staged:
+            for index, parameter, new_value, direction, keeps_buffer in staged:
                 parameter.copy_(new_value)
-                if self.momentum > 0.0:
+                if keeps_buffer:
                     self.state[index]["momentum_buffer"] = direction
 
     # ------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         """``{"type": "SGD", "config": {lr, momentum}, "state": [{"momentum_buffer"}...]}``
-        with copied arrays."""
+        with copied arrays; with several groups, ``"config": {}`` and ``"param_groups"``
+        (each ``{"params": [indices], "lr", "momentum"}``)."""
         return {
             "type": "SGD",
-            "config": {"lr": self.lr, "momentum": self.momentum},
+            **self._group_state(),
             "state": [
                 {"momentum_buffer": None if entry["momentum_buffer"] is None
                  else entry["momentum_buffer"].copy()}
@@ -83,11 +115,10 @@ class SGD(Optimizer):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore config and buffers; everything is checked first, so a bad state changes
+        """Restore settings and buffers; everything is checked first, so a bad state changes
         nothing (ValueError/KeyError/TypeError naming the problem)."""
-        self._check_state_header(state, "SGD", ("lr", "momentum"))
-        lr = validation.real(state["config"]["lr"], "lr", low=0.0)
-        momentum = validation.real(state["config"]["momentum"], "momentum", low=0.0, high=1.0)
+        self._check_state_header(state, "SGD")
+        groups, _ = self._staged_groups(state)
         buffers = []
         for index, entry in enumerate(state["state"]):
             if "momentum_buffer" not in entry:
@@ -98,5 +129,5 @@ class SGD(Optimizer):
                     f"momentum buffer of {self.describe(index)}", buffer, self.parameters[index]
                 )
             buffers.append(buffer)
-        self._lr, self._momentum = lr, momentum
+        self._commit_groups(groups)
         self.state = [{"momentum_buffer": buffer} for buffer in buffers]

@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 
 # Submodules that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
 # `tl.data` and the rest still work as `torch.nn` does after `import torch`.
-_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data",
+_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data", "interchange",
                     "memory", "scalar", "tensor", "train", "viz")
 
 

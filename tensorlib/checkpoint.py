@@ -423,7 +423,9 @@ def _fsync_directory(path: str | bytes) -> None:
         os.close(descriptor)
 
 
-def _write_atomic(path: str | os.PathLike, chunks: Sequence[bytes]) -> None:
+def write_atomic(path: str | os.PathLike, chunks: Sequence[bytes]) -> None:
+    """Write ``chunks`` to ``path + ".tmp"``, flush, fsync and rename it over ``path``; on
+    any error the temporary file is removed and ``path`` is left as it was."""
     target = os.fspath(path)
     temporary = target + (b".tmp" if isinstance(target, bytes) else ".tmp")
     try:
@@ -461,14 +463,14 @@ def save(path: str | os.PathLike, module: Module, optimizer: Any = None,
         chunks += _adamw_chunks(module, optimizer)
     if rng is not None:
         chunks.append(struct.pack("<Q", rng.state))
-    _write_atomic(path, chunks)
+    write_atomic(path, chunks)
 
 
 def save_legacy_weights(path: str | os.PathLike, module: Module) -> None:
     """Atomically write a legacy weights-only ``TLWEIGHT`` file (for tests and conversions)."""
     _check_module(module)
     chunks = [LEGACY_MAGIC, struct.pack("<I", VERSION)] + _parameter_chunks(module)
-    _write_atomic(path, chunks)
+    write_atomic(path, chunks)
 
 
 # =============================================================================== loading

@@ -31,7 +31,7 @@ import numpy as np
 from tensorlib.backend import array_module
 from tensorlib.kernels.mode import enabled
 
-__all__ = ["column_sum", "constant_vector", "row_mean", "row_sum"]
+__all__ = ["blas_product", "column_sum", "constant_vector", "row_mean", "row_sum"]
 
 _CONSTANT_VECTORS: dict[tuple[Any, float, Any], Any] = {}
 
@@ -50,9 +50,18 @@ def constant_vector(xp: ModuleType, size: int, value: float, dtype: Any) -> Any:
     return full[:size]
 
 
+def blas_product(a: Any, b: Any) -> Any:
+    """``a @ b``, without numpy's "invalid value" warning. OpenBLAS kernels can leave the
+    CPU's invalid-operation flag set on finite data (numpy issue 24067, OpenBLAS issue
+    1924), which numpy reports as a RuntimeWarning, now and then. A nan or inf that is
+    really in ``a`` or ``b`` still reaches the result, so only the false alarm is lost."""
+    with np.errstate(invalid="ignore"):
+        return a @ b
+
+
 def _row_dot(a: Any, vector: Any) -> Any:
     """Each row of ``a`` (its last axis) dotted with ``vector``, kept as an axis of size 1."""
-    products = a.reshape(-1, a.shape[-1]) @ vector  # (N,)
+    products = blas_product(a.reshape(-1, a.shape[-1]), vector)  # (N,)
     return products.reshape(*a.shape[:-1], 1)
 
 
@@ -87,4 +96,4 @@ def column_sum(rows: Any) -> Any:
     """
     if not enabled():
         return rows.sum(axis=0)
-    return constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype) @ rows
+    return blas_product(constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype), rows)

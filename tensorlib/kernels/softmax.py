@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.reductions import constant_vector
+from tensorlib.kernels.reductions import blas_product, constant_vector
 
 __all__ = ["causal_softmax_"]
 
@@ -53,7 +53,8 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
         in_range = (row_max <= limit) & (diagonal >= -limit)  # False for nan
         scores -= xp.where(in_range, scores.dtype.type(0), row_max)
     probabilities = xp.exp(scores, out=scores)
-    sums = probabilities.reshape(-1, keys) @ constant_vector(xp, keys, 1.0, scores.dtype)
+    sums = blas_product(probabilities.reshape(-1, keys),
+                        constant_vector(xp, keys, 1.0, scores.dtype))
     probabilities /= sums.reshape(*scores.shape[:-1], 1)
     return probabilities
 

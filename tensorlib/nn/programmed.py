@@ -43,8 +43,8 @@ __all__ = ["ProgrammedAttentionHead", "ProgrammedSequenceCore", "ProgramAugmente
 
 
 class ProgrammedAttentionHead(Module):
-    r"""One causal attention head with fixed weights, added to nothing (the caller adds its
-    output to the residual stream).
+    r"""One causal attention head with fixed weights (the caller adds its output to the
+    residual stream).
 
     Buffers ``query (D, K)``, ``key (D, K)``, ``value (D, E)`` and ``output (E, O)``::
 

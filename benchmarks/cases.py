@@ -1,9 +1,11 @@
-"""The benchmark cases; imported by run.py only after the thread variables are set."""
+"""The benchmark cases, run by run.py in child processes after the thread variables are set:
+one process per library and round (PyTorch is imported only in its own processes), and one
+that describes the machine, checks that both libraries compute the same losses and measures
+memory (each library again in a fresh process, benchmarks/memory.py)."""
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import platform
@@ -28,10 +30,7 @@ from twins import Rng
 import tensorlib as tl
 from tensorlib.optim import AdamW
 
-try:
-    import torch
-except ImportError:  # PyTorch is optional
-    torch = None
+torch: Any = None  # imported by run_child only in the processes that run PyTorch
 
 LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 0.01
@@ -51,48 +50,28 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
-def interleaved(steps: dict[str, Callable[[], Any]], warmup: int,
-                repeats: int) -> dict[str, Timings]:
-    """Time each step ``repeats`` times in alternating order (A B, B A, ...) after warm-up."""
+def timed(step: Callable[[], Any], warmup: int, repeats: int) -> Timings:
+    """Time ``step`` ``repeats`` times after ``warmup`` untimed calls."""
     for _ in range(warmup):
-        for step in steps.values():
-            step()
-    timings = {name: Timings() for name in steps}
-    names = list(steps)
-    for repeat in range(repeats):
-        for name in names if repeat % 2 == 0 else reversed(names):
-            faults, cpu, wall = _faults(), time.process_time(), time.perf_counter()
-            steps[name]()
-            timings[name].wall.append(time.perf_counter() - wall)
-            timings[name].cpu.append(time.process_time() - cpu)
-            timings[name].faults.append(_faults() - faults)
+        step()
+    timings = Timings()
+    for _ in range(repeats):
+        faults, cpu, wall = _faults(), time.process_time(), time.perf_counter()
+        step()
+        timings.wall.append(time.perf_counter() - wall)
+        timings.cpu.append(time.process_time() - cpu)
+        timings.faults.append(_faults() - faults)
     return timings
 
 
-def report(label: str, timings: dict[str, Timings]) -> dict[str, float]:
-    """Print one line per case: the medians in ms and four ratios tensorlib / PyTorch: of
-    the median wall times (the headline), of the best wall times, of the median CPU times,
-    and the median of the paired ratios (each repeat's two steps ran back to back, so a
-    paired ratio sees one machine load; the least sensitive to load that drifts)."""
-    ours = timings["tensorlib"]
-    wall = statistics.median(ours.wall) * 1e3
-    line = f"{label:<40}{wall:>10.1f} ms"
-    result = {"tensorlib_ms": wall}
-    if "torch" in timings:
-        theirs = timings["torch"]
-        other_wall = statistics.median(theirs.wall) * 1e3
-        best = min(ours.wall) / min(theirs.wall)
-        cpu = statistics.median(ours.cpu) / statistics.median(theirs.cpu)
-        paired = statistics.median(a / b for a, b in zip(ours.wall, theirs.wall, strict=True))
-        line += (f"{other_wall:>10.1f} ms{wall / other_wall:>8.2f}{best:>7.2f}{cpu:>7.2f}"
-                 f"{paired:>8.2f}")
-        result.update(torch_ms=other_wall, ratio=wall / other_wall, best=best, cpu=cpu,
-                      paired=paired)
-    print(line, flush=True)
-    faults = "    page faults per step: tensorlib " + f"{statistics.median(ours.faults):.0f}"
-    if "torch" in timings:
-        faults += f", PyTorch {statistics.median(timings['torch'].faults):.0f}"
-    print(faults, flush=True)
+def summary(timings: Timings, per_call_tokens: int | None = None) -> dict[str, Any]:
+    """The medians (ms) of one library's timings, for the parent to compare."""
+    result = {"median_ms": statistics.median(timings.wall) * 1e3,
+              "best_ms": min(timings.wall) * 1e3,
+              "cpu_ms": statistics.median(timings.cpu) * 1e3,
+              "faults": statistics.median(timings.faults)}
+    if per_call_tokens:
+        result["tokens_per_second"] = per_call_tokens / statistics.median(timings.wall)
     return result
 
 
@@ -128,123 +107,108 @@ def torch_step(model: Any, optimizer: Any, batches: list[tuple]) -> Callable[[],
     return step
 
 
-def build_pair(kind: str, batch: int) -> tuple[Callable, Callable | None, Callable, Callable]:
-    """Fresh (tensorlib step, torch step) for ``kind`` "decoder" or "mlp", plus two more
-    fresh ones for the loss-agreement check."""
-
-    def make() -> tuple[Callable, Callable | None]:
-        if kind == "decoder":
-            config = twins.decoder_config()
-            model = twins.make_decoder(config)
-            batches = twins.token_batches(batch, config.context_length, 4)
-        else:
-            model = twins.MLPLanguageModel()
-            batches = twins.mlp_batches(batch, model.context, 4)
-        ours = tensorlib_step(model, AdamW(model, lr=LEARNING_RATE,
+def training_step(library: str, kind: str, batch: int) -> Callable[[], float]:
+    """A fresh training step of one library: ``kind`` "decoder" or "mlp", the same initial
+    weights (tensorlib's, copied into the torch twin) and batches for both."""
+    if kind == "decoder":
+        config = twins.decoder_config()
+        model = twins.make_decoder(config)
+        batches = twins.token_batches(batch, config.context_length, 4)
+    else:
+        model = twins.MLPLanguageModel()
+        batches = twins.mlp_batches(batch, model.context, 4)
+    if library == "tensorlib":
+        return tensorlib_step(model, AdamW(model, lr=LEARNING_RATE,
                                            weight_decay=WEIGHT_DECAY), batches)
-        if torch is None:
-            return ours, None
-        twin = (twins.torch_decoder_class()(config) if kind == "decoder"
-                else twins.torch_mlp_class()())
-        twins.copy_weights_to_torch(model, twin)
-        optimizer = torch.optim.AdamW(twin.parameters(), lr=LEARNING_RATE,
-                                      weight_decay=WEIGHT_DECAY)
-        return ours, torch_step(twin, optimizer, batches)
-
-    return (*make(), *make())
+    twin = (twins.torch_decoder_class()(config) if kind == "decoder"
+            else twins.torch_mlp_class()())
+    twins.copy_weights_to_torch(model, twin)
+    optimizer = torch.optim.AdamW(twin.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
+    return torch_step(twin, optimizer, batches)
 
 
-def check_losses(ours: Callable, theirs: Callable | None, steps: int = 3) -> None:
-    if theirs is None:
-        return
-    a = np.array([ours() for _ in range(steps)])
-    b = np.array([theirs() for _ in range(steps)])
-    worst = float(np.max(np.abs(a - b) / np.abs(b)))
-    verdict = "agree" if np.allclose(a, b, rtol=1e-4, atol=0) else "DISAGREE"
-    print(f"    losses of the first {steps} steps {verdict} (rtol 1e-4; largest relative "
-          f"difference {worst:.1e}): {np.round(a, 5).tolist()}", flush=True)
-    if verdict != "agree":
-        raise SystemExit("tensorlib and PyTorch disagree on the loss; the timing is meaningless")
-
-
-def training_case(label: str, kind: str, batch: int, args: argparse.Namespace) -> None:
-    ours, theirs, check_ours, check_theirs = build_pair(kind, batch)
-    check_losses(check_ours, check_theirs)
-    steps = {"tensorlib": ours} if theirs is None else {"tensorlib": ours, "torch": theirs}
-    report(label, interleaved(steps, args.warmup, args.repeats))
-
-
-def generation_case(args: argparse.Namespace, batch: int = 1, new_tokens: int = 63) -> None:
-    """Sampling ``new_tokens`` after a one-token prompt; reported as time per call."""
+def generation_step(library: str, new_tokens: int = 63) -> Callable[[], Any]:
+    """Sampling ``new_tokens`` after a one-token prompt, each library with its key/value
+    cache."""
     config = twins.decoder_config()
     model = twins.make_decoder(config)
-    prompt = np.zeros((batch, 1), dtype=np.int64)
-    options: dict[str, Any] = {}
-    cached = "use_cache" in inspect.signature(model.generate).parameters
-    if cached:
-        options["use_cache"] = True
-    steps: dict[str, Callable] = {
-        "tensorlib": lambda: model.generate(prompt, new_tokens, rng=Rng(1), **options)}
-    if torch is not None:
-        twin = twins.torch_decoder_class()(config)
-        twins.copy_weights_to_torch(model, twin)
-        twin.eval()
-        torch_prompt = torch.from_numpy(prompt)
-        steps["torch"] = lambda: twin.generate(torch_prompt, new_tokens)
-    timings = interleaved(steps, max(1, args.warmup // 2), max(3, args.repeats // 2))
-    report(f"(d) generate {new_tokens} tokens", timings)
-    tokens = batch * new_tokens
-    rates = {name: tokens / statistics.median(t.wall) for name, t in timings.items()}
-    line = f"    tokens per second: tensorlib {rates['tensorlib']:.0f}"
-    if "torch" in rates:
-        line += f", PyTorch {rates['torch']:.0f} (with its own key/value cache)"
-    print(line)
-    print("    tensorlib " + ("uses generate(use_cache=True)" if cached else
-                            "has no key/value cache yet: it recomputes the whole context"))
+    prompt = np.zeros((1, 1), dtype=np.int64)
+    if library == "tensorlib":
+        return lambda: model.generate(prompt, new_tokens, rng=Rng(1), use_cache=True)
+    twin = twins.torch_decoder_class()(config)
+    twins.copy_weights_to_torch(model, twin)
+    twin.eval()
+    torch_prompt = torch.from_numpy(prompt)
+    return lambda: twin.generate(torch_prompt, new_tokens)
 
 
-def memory_case(args: argparse.Namespace, batch: int = 12) -> None:
+TRAINING_CASES = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32)}
+NEW_TOKENS = 63
+
+
+def time_library(library: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Every asked-for timing case (a)-(d) of one library, in this process alone."""
+    results = {}
+    for case in args.cases:
+        if case in TRAINING_CASES:
+            step = training_step(library, *TRAINING_CASES[case])
+            results[case] = summary(timed(step, args.warmup, args.repeats))
+        elif case == "d":
+            step = generation_step(library, NEW_TOKENS)
+            results[case] = summary(timed(step, max(1, args.warmup // 2),
+                                          max(3, args.repeats // 2)), NEW_TOKENS)
+    return results
+
+
+def check_losses(steps: int = 3) -> list[str]:
+    """The first losses of both libraries from the same weights and batches (run once, apart
+    from the timing processes); SystemExit when they disagree."""
+    lines = []
+    for case, (kind, batch) in TRAINING_CASES.items():
+        ours, theirs = training_step("tensorlib", kind, batch), training_step("torch", kind, batch)
+        a = np.array([ours() for _ in range(steps)])
+        b = np.array([theirs() for _ in range(steps)])
+        worst = float(np.max(np.abs(a - b) / np.abs(b)))
+        if not np.allclose(a, b, rtol=1e-4, atol=0):
+            raise SystemExit(f"case ({case}): tensorlib and PyTorch disagree on the loss "
+                             f"({a} against {b}); the timing would be meaningless")
+        lines.append(f"({case}) the first {steps} losses agree (largest relative difference "
+                     f"{worst:.1e})")
+    return lines
+
+
+def memory_case(batch: int = 12) -> dict[str, Any]:
+    """Case (e): the peak memory of one step of (a), each library in a fresh process."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memory.py")
     results = {}
     for library in ("tensorlib", "torch") if torch is not None else ("tensorlib",):
         output = subprocess.run([sys.executable, script, library, str(batch)],
                                 capture_output=True, text=True, env=dict(os.environ))
         if output.returncode:
-            print(f"    memory measurement for {library} failed:\n{output.stderr}")
-            return
+            raise SystemExit(f"memory measurement for {library} failed:\n{output.stderr}")
         results[library] = json.loads(output.stdout.strip().splitlines()[-1])
-    for key, label in (("allocator_bytes", "(e) peak memory of (a), allocator"),
-                       ("rss_bytes", "    resident-set growth of (a)")):
-        ours = results["tensorlib"][key]
-        if ours is None:
-            continue
-        line = f"{label:<40}{ours / 2**20:>9.1f} MiB"
-        theirs = results.get("torch", {}).get(key)
-        if theirs:
-            line += f"{theirs / 2**20:>9.1f} MiB{ours / theirs:>8.2f}"
-        print(line)
-    print("    allocator: tracemalloc (numpy) against PyTorch's profiler (its CPU allocator), "
-          "from the start of one step to its peak")
+    return results
 
 
 # --------------------------------------------------------------------------------- report
-def describe_machine(threads: int) -> None:
-    print(f"tensorlib {tl.__version__}, numpy {np.__version__}, Python "
-          f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs")
+def describe_machine(threads: int) -> list[str]:
+    """The versions, the BLAS kernels and the thread counts this process runs with."""
+    lines = [f"tensorlib {tl.__version__}, numpy {np.__version__}, Python "
+             f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs"]
     for pool in threadpool_info():
         if pool.get("user_api") == "blas" and "numpy" in pool.get("filepath", ""):
-            print(f"numpy BLAS: {pool['internal_api']} {pool.get('version')}, kernel "
-                  f"{pool.get('architecture')}, {pool['num_threads']} thread(s)")
+            lines.append(f"numpy BLAS: {pool['internal_api']} {pool.get('version')}, kernel "
+                         f"{pool.get('architecture')}, {pool['num_threads']} thread(s)")
     if torch is None:
-        print("PyTorch: not installed; its columns are skipped")
+        lines.append("PyTorch: not installed; its columns are skipped")
     else:
         torch.set_num_threads(threads)
-        print(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
-              f"BLAS {_torch_blas()}")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
-    print(f"threads for both: {threads} (OMP/OPENBLAS/MKL_NUM_THREADS); float32; load average "
-          f"{load:.1f}; glibc heap trimming " + ("off (--no-trim)" if trim else "default"))
+        lines.append(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
+                     f"BLAS {_torch_blas()}")
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    lines.append(f"threads: {threads} (OMP/OPENBLAS/MKL_NUM_THREADS, the same for both); "
+                 f"float32; OPENBLAS_CORETYPE {coretype or 'unset (detected)'}")
+    return lines
 
 
 def _torch_blas() -> str:
@@ -255,25 +219,26 @@ def _torch_blas() -> str:
     return "unknown"
 
 
-def run_all(args: argparse.Namespace, threads: int) -> int:
+def run_child(args: argparse.Namespace, threads: int) -> int:
+    """One child process: ``--library`` times its cases alone, ``describe`` reports the
+    machine and checks that both libraries compute the same losses. Prints one JSON line."""
     global torch
-    if args.no_torch:
-        torch = None
-    describe_machine(threads)
-    print(f"medians of {args.repeats} interleaved repeats after {args.warmup} warm-up steps; "
-          "ratio = tensorlib / PyTorch of the medians (below 1: tensorlib is faster); best = "
-          "of the fastest repeats; CPU = of the median CPU times; paired = median of the "
-          "per-repeat ratios (the two steps of a repeat run back to back)")
-    print(f"{'case':<40}{'tensorlib':>13}{'PyTorch':>13}{'ratio':>8}{'best':>7}{'CPU':>7}"
-          f"{'paired':>8}")
-    if "a" in args.cases:
-        training_case("(a) decoder step, batch 12", "decoder", 12, args)
-    if "b" in args.cases:
-        training_case("(b) decoder step, batch 64", "decoder", 64, args)
-    if "c" in args.cases:
-        training_case("(c) MLP language model step, batch 32", "mlp", 32, args)
-    if "d" in args.cases:
-        generation_case(args)
-    if "e" in args.cases:
-        memory_case(args)
+    if args.library != "tensorlib" and not args.no_torch:
+        try:
+            import torch
+        except ImportError:  # PyTorch is optional
+            torch = None
+    if args.library == "tensorlib":  # PyTorch is not imported here at all
+        result: dict[str, Any] = {"timings": time_library("tensorlib", args)}
+    elif args.library == "torch":
+        if torch is None:
+            raise SystemExit("PyTorch is not installed")
+        torch.set_num_threads(threads)
+        result = {"timings": time_library("torch", args)}
+    else:
+        result = {"machine": describe_machine(threads),
+                  "checks": [] if torch is None or args.no_torch else check_losses()}
+        if "e" in args.cases:
+            result["memory"] = memory_case()
+    print(json.dumps(result), flush=True)
     return 0

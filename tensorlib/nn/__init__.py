@@ -1,5 +1,6 @@
-"""tensorlib.nn: modules, parameters, initialization policies, layers, losses and the
-GPT-style decoder. The splitmix64 generator they draw from is :class:`tensorlib.Rng`."""
+"""tensorlib.nn: modules, parameters, initialization policies, layers, losses, the GPT-style
+decoder, LoRA and NF4 modules, and hand-programmed sequence cores. The splitmix64 generator
+they draw from is :class:`tensorlib.Rng`."""
 
 from tensorlib.nn import functional, init
 from tensorlib.nn.attention import KVCache, MultiheadAttention
@@ -31,6 +32,12 @@ from tensorlib.nn.lora import (
 )
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList, Parameter, StateDictError
+from tensorlib.nn.programmed import (
+    ProgramAugmentedModel,
+    ProgrammedAttentionHead,
+    ProgrammedSequenceCore,
+    induction_targets,
+)
 from tensorlib.nn.quant import (
     NF4Linear,
     NF4Weight,
@@ -52,4 +59,6 @@ __all__ = [
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",
     "export_merged", "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",
     "quantize_linear", "quantize_model",
+    "ProgramAugmentedModel", "ProgrammedAttentionHead", "ProgrammedSequenceCore",
+    "induction_targets",
 ]

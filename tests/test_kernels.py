@@ -159,6 +159,74 @@ def test_causal_softmax_kernel_shifts_only_the_rows_that_need_it():
     np.testing.assert_array_equal(out[0, 0, :3], clean[0, 0, :3])  # other rows: same bits
 
 
+# --------------------------------------------------------------------------------- layer norm
+def _layer_norm_both_modes(x, weight, bias, grad):
+    """F.layer_norm's output and gradients (x, weight, bias), with the kernels and without."""
+    results = []
+    for reference in (False, True):
+        leaves = [tl.Tensor(a, requires_grad=True) if a is not None else None
+                  for a in (x, weight, bias)]
+        with tl.reference_mode(reference):
+            out = F.layer_norm(*leaves, eps=1e-5)
+            out.backward(grad)
+        results.append([out.data] + [None if t is None else t.grad for t in leaves])
+    return results
+
+
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+def test_layer_norm_kernels_equal_the_plain_formula(affine, dtype, rtol):
+    x = normal(3, 50, 96, seed=1, dtype=dtype, scale=3.0) + dtype(1e3)  # far from 0
+    x[0, 0] = 7.0  # a constant row: exactly the bias
+    weight = normal(96, seed=2, dtype=dtype) if affine[0] else None
+    bias = normal(96, seed=3, dtype=dtype) if affine[1] else None
+    grad = normal(*x.shape, seed=4, dtype=dtype)
+    fast, plain = _layer_norm_both_modes(x, weight, bias, grad)
+    for a, b in zip(fast, plain, strict=True):
+        if b is None:
+            assert a is None
+        else:
+            assert a.dtype == b.dtype == dtype and a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * float(np.abs(b).max()))
+    expected_row = np.zeros(96, dtype) if bias is None else bias
+    np.testing.assert_array_equal(fast[0][0, 0], expected_row)
+
+
+def test_layer_norm_kernel_returns_only_the_wanted_gradients():
+    x, grad = normal(4, 8, seed=5), normal(4, 8, seed=6)
+    weight = normal(8, seed=7)
+    out, normalized, inverse_std = kernels.layer_norm(x, weight, None, 1e-5)
+    assert normalized.shape == x.shape and inverse_std.shape == (4, 1)
+    dx, dweight, dbias = kernels.layer_norm_backward(grad, normalized, inverse_std, weight,
+                                                     (False, True, False))
+    assert dx is None and dbias is None
+    np.testing.assert_allclose(dweight, (grad * normalized).sum(0), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------- cross-entropy
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+def test_cross_entropy_kernels_equal_the_plain_formula(label_smoothing, reduction, dtype, rtol):
+    logits = normal(6, 20, 13, seed=8, dtype=dtype, scale=4.0)
+    targets = Rng(9).integers(0, 13, size=(6, 20))
+    targets[0, :5] = -100  # ignored positions
+    grad = normal(6, 20, seed=10, dtype=dtype) if reduction == "none" else None
+    results = []
+    for reference in (False, True):
+        leaf = tl.Tensor(logits, requires_grad=True)
+        with tl.reference_mode(reference):
+            loss = F.cross_entropy(leaf, targets, reduction=reduction,
+                                   label_smoothing=label_smoothing)
+            loss.backward(grad)
+        results.append((loss.data, leaf.grad))
+    (fast_loss, fast_grad), (plain_loss, plain_grad) = results
+    assert fast_loss.dtype == plain_loss.dtype and fast_loss.shape == plain_loss.shape
+    np.testing.assert_allclose(fast_loss, plain_loss, rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(fast_grad[0, :5], 0.0)
+    np.testing.assert_allclose(fast_grad, plain_grad, rtol=rtol, atol=rtol * 1e-2)
+
+
 # --------------------------------------------------------------------------------- matmul
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-13)])
 def test_shared_matmul_equals_the_batched_product(dtype, rtol):

@@ -17,27 +17,39 @@ Two kinds of kernel:
   expression themselves in reference mode: ``row_sum``, ``row_mean``, ``column_sum``
   (``tensorlib.kernels.reductions``);
 - fast paths for a whole formula that the caller writes out; the caller asks ``enabled()``
-  first: ``gelu_float32``, ``causal_softmax_``, ``shared_matmul`` and
+  first: ``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and ``layer_norm_backward``,
+  ``cross_entropy_rows`` and ``cross_entropy_backward``, ``shared_matmul`` and
   ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``.
+
+The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
+update, embedding's backward) split a large array's rows into contiguous blocks run at once
+on one small thread pool (``tensorlib.kernels.threads``), as many threads as
+``get_num_threads()`` says (the BLAS thread variables, or ``set_num_threads(n)``), with the
+same results, bit for bit, for any number of threads.
 
 Kernels import nothing from the rest of tensorlib but its backend, so any module may use them.
 """
 
-from tensorlib.kernels import adamw, gelu, reductions, softmax
+from tensorlib.kernels import adamw, gelu, reductions, softmax, threads
 from tensorlib.kernels.adamw import adamw_step
 from tensorlib.kernels.gelu import erf_float32, gelu_float32
+from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.mode import enabled, is_reference_mode, reference_mode, set_reference_mode
+from tensorlib.kernels.normalization import layer_norm, layer_norm_backward
 from tensorlib.kernels.reductions import column_sum, constant_vector, row_mean, row_sum
 from tensorlib.kernels.references import sole_reference
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
+from tensorlib.kernels.threads import get_num_threads, set_num_threads
 
 __all__ = [
     "adamw_step", "cache_entries", "causal_softmax_", "clear_caches", "column_sum",
-    "constant_vector", "enabled", "erf_float32", "gelu_float32", "is_reference_mode",
-    "reference_mode", "row_mean", "row_sum", "rows_summed_by_id", "set_reference_mode",
-    "shared_matmul", "shared_matmul_backward", "sole_reference",
+    "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "enabled",
+    "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode", "layer_norm",
+    "layer_norm_backward", "reference_mode", "row_mean", "row_sum", "rows_summed_by_id",
+    "set_num_threads", "set_reference_mode", "shared_matmul", "shared_matmul_backward",
+    "sole_reference", "threads",
 ]
 
 

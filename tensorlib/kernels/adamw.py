@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
+from tensorlib.kernels.threads import cpu_elements, for_row_blocks
 
 __all__ = ["adamw_step"]
 
@@ -27,7 +28,10 @@ def adamw_step(optimizer: Any) -> bool:
     How: the moments live in two flat buffers, and ``optimizer.state[i]``'s arrays are views
     into them, updated in place (as PyTorch does); new moments and values are staged in flat
     buffers, checked (two sums: a non-finite gradient or value makes the new values non-finite,
-    an overflowing square the second moment), then committed.
+    an overflowing square the second moment), then committed. The update itself runs over
+    contiguous blocks of the buffers on the kernels' threads (``tensorlib.kernels.threads``);
+    the two sums run afterwards on the calling thread over the whole buffers, so the
+    decision does not depend on the thread count.
     Accuracy: bit-identical to the loop (tests/test_kernels.py).
     Why: a few dozen array passes in all instead of a few dozen per parameter (54 parameters
     in the benchmark decoder); docs/performance.md, item 5 of "What changed";
@@ -81,28 +85,37 @@ def _common_step(optimizer: Any) -> int | None:
 def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
                    dtype: Any) -> None:
     """The new moments into ``flat["staged"]`` and the new values into ``flat["values"]``
-    (the gradient buffer is used up as scratch)."""
+    (the gradient buffer is used up as scratch), over blocks of the flat buffers on the
+    kernels' threads: every entry is updated alone, so the blocks change no bit."""
     moments, grads, values, scratch = flat["moments"], flat["grads"], flat["values"], \
         flat["scratch"]
     group = optimizer.param_groups[0]
     beta1, beta2 = group["betas"]
-    first, second = flat["staged"]
-    xp.multiply(moments[0], dtype(beta1), out=first)
-    xp.multiply(grads, dtype(1.0 - beta1), out=scratch)
-    first += scratch  # m = beta1·m + (1 - beta1)·g
-    xp.multiply(grads, grads, out=scratch)
-    scratch *= dtype(1.0 - beta2)
-    xp.multiply(moments[1], dtype(beta2), out=second)
-    second += scratch  # v = beta2·v + (1 - beta2)·g²
     decay, epsilon, correction = optimizer.update_scalars(step, group)
-    denominator = grads  # the gradients are no longer needed
-    xp.sqrt(second, out=denominator)
-    denominator += dtype(epsilon)
-    xp.divide(first, denominator, out=scratch)
-    scratch *= dtype(correction)
-    scratch *= dtype(group["lr"])
-    values *= dtype(decay)
-    values -= scratch  # p·(1 - lr·wd) - (m / d)·correction·lr
+    staged_first, staged_second = flat["staged"]
+
+    def block(start: int, stop: int) -> None:
+        part = slice(start, stop)
+        g, s, first, second = grads[part], scratch[part], staged_first[part], \
+            staged_second[part]
+        xp.multiply(moments[0][part], dtype(beta1), out=first)
+        xp.multiply(g, dtype(1.0 - beta1), out=s)
+        first += s  # m = beta1·m + (1 - beta1)·g
+        xp.multiply(g, g, out=s)
+        s *= dtype(1.0 - beta2)
+        xp.multiply(moments[1][part], dtype(beta2), out=second)
+        second += s  # v = beta2·v + (1 - beta2)·g²
+        denominator = g  # the gradients are no longer needed
+        xp.sqrt(second, out=denominator)
+        denominator += dtype(epsilon)
+        xp.divide(first, denominator, out=s)
+        s *= dtype(correction)
+        s *= dtype(group["lr"])
+        v = values[part]
+        v *= dtype(decay)
+        v -= s  # p·(1 - lr·wd) - (m / d)·correction·lr
+
+    for_row_blocks(block, values.shape[0], cpu_elements(values))
 
 
 def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:

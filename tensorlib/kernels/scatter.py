@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
+from tensorlib.kernels.threads import for_row_blocks
 
 __all__ = ["rows_summed_by_id"]
 
@@ -16,8 +17,11 @@ def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
     ``ids (N,)`` equal ``v`` (zero for ids that do not occur).
 
     Stands in for: ``full = zeros((count, C)); numpy.add.at(full, ids, rows)``.
-    How: a stable sort makes equal ids neighbours; one ``numpy.add.reduceat`` sums each run
-    of rows (on a GPU, and for no ids, ``add.at`` itself).
+    How: a stable sort makes equal ids neighbours; ``numpy.add.reduceat`` sums each run
+    of rows (on a GPU, and for no ids, ``add.at`` itself). The runs, that is the output
+    rows, are shared out in contiguous blocks between the kernels' threads
+    (``tensorlib.kernels.threads``): each output row is summed whole, in input order, by one
+    thread, so the sums are the same for any thread count.
     Accuracy: the same sums, added in another order by ``reduceat``: a few ulps.
     Why: ``add.at`` scatters element by element; for 768 ids into a (28, 128) table it took
     822 µs against 165 µs (one thread, float32; docs/performance.md, item 6 of "What
@@ -31,5 +35,12 @@ def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-    full[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    ends = np.append(starts[1:], ids.size)
+
+    def block(first: int, last: int) -> None:  # the runs (distinct ids) first .. last - 1
+        begin, end = starts[first], ends[last - 1]
+        full[sorted_ids[starts[first:last]]] = np.add.reduceat(
+            rows[order[begin:end]], starts[first:last] - begin, axis=0)
+
+    for_row_blocks(block, starts.size, rows.size)
     return full

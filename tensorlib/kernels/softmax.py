@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.reductions import blas_product, constant_vector
+from tensorlib.kernels.threads import cpu_elements, for_row_blocks, row_sums
 
 __all__ = ["causal_softmax_"]
 
@@ -26,12 +26,15 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     exp against overflow and a whole row against underflow. A row whose scores are at most
     L and whose diagonal (its last visible key) is at least -L, with
     L = (ln(largest float) - ln T) / 2, is safe unshifted (see ``_unshifted_range``). Two
-    reductions over the whole array (the largest score, the smallest diagonal entry) show
-    when no row needs a shift; otherwise the rows that need one are shifted by their
+    reductions over a block of rows (its largest score, its smallest diagonal entry) show
+    when no row of the block needs a shift; otherwise the rows that need one are shifted by their
     maximum. The decision looks at each row alone, so a row's probabilities never depend on
     other rows, nor on masked, future positions. The mask is added as a cached (T, T) array
-    of 0 and -inf (twice as fast as a masked assignment), and the row sums are BLAS
-    products (``tensorlib.kernels.reductions``).
+    of 0 and -inf (twice as fast as a masked assignment), and the row sums are
+    ``tensorlib.kernels.threads.row_sums`` (einsum). The (T, offset + T) matrices are
+    shared out between the kernels' threads in contiguous blocks (``for_row_blocks``),
+    each block deciding for itself whether a row needs a shift: a row's probabilities are
+    the same in any block, so the same for any thread count.
     Accuracy: the same probabilities to a few ulps (exp(s)/Σ exp(s) instead of
     exp(s - m)/Σ exp(s - m)); exact causality kept (tests/test_numerics.py, at ±1e4 and with
     nan). A score of +inf above the diagonal becomes nan (inf - inf); scores that overflow
@@ -44,19 +47,28 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
         return scores
     queries, keys = scores.shape[-2:]
     limit = _unshifted_range(scores.dtype, keys)
-    diagonal = xp.diagonal(scores, offset=offset, axis1=-2, axis2=-1)[..., None]  # (..., T, 1)
-    unshifted = float(scores.max()) <= limit and float(diagonal.min()) >= -limit
-    if queries > 1:  # one query (the newest position) sees every key: nothing to mask
-        scores += _additive_causal_mask(xp, queries, keys, offset, scores.dtype)
-    if not unshifted:  # rare: shift the rows that need it by their maximum
-        row_max = scores.max(axis=-1, keepdims=True)  # the diagonal is never masked
-        in_range = (row_max <= limit) & (diagonal >= -limit)  # False for nan
-        scores -= xp.where(in_range, scores.dtype.type(0), row_max)
-    probabilities = xp.exp(scores, out=scores)
-    sums = blas_product(probabilities.reshape(-1, keys),
-                        constant_vector(xp, keys, 1.0, scores.dtype))
-    probabilities /= sums.reshape(*scores.shape[:-1], 1)
-    return probabilities
+    mask = _additive_causal_mask(xp, queries, keys, offset, scores.dtype) if queries > 1 \
+        else None  # one query (the newest position) sees every key: nothing to mask
+    matrices = scores.reshape(-1, queries, keys)  # a view when scores is contiguous
+
+    def rows(start: int, stop: int) -> None:  # matrices start .. stop - 1, in place
+        block = matrices[start:stop]
+        diagonal = xp.diagonal(block, offset=offset, axis1=-2, axis2=-1)[..., None]
+        unshifted = float(block.max()) <= limit and float(diagonal.min()) >= -limit
+        if mask is not None:
+            block += mask
+        if not unshifted:  # rare: shift the rows that need it by their maximum
+            row_max = block.max(axis=-1, keepdims=True)  # the diagonal is never masked
+            in_range = (row_max <= limit) & (diagonal >= -limit)  # False for nan
+            block -= xp.where(in_range, scores.dtype.type(0), row_max)
+        probabilities = xp.exp(block, out=block)
+        sums = row_sums(probabilities.reshape(-1, keys))
+        probabilities /= sums.reshape(*block.shape[:-1], 1)
+
+    for_row_blocks(rows, matrices.shape[0], cpu_elements(scores))
+    if not xp.may_share_memory(matrices, scores):  # scores was not contiguous
+        scores[...] = matrices.reshape(scores.shape)
+    return scores
 
 
 @functools.lru_cache(maxsize=32)

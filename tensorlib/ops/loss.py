@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -37,11 +38,14 @@ class CrossEntropy(Function):
         classes = logits.shape[-1]
         targets = xp.asarray(targets).reshape(-1)  # (N,)
         flat = logits.reshape(-1, classes)  # (N, V)
-        shifted = flat - flat.max(axis=-1, keepdims=True)
-        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
-        losses = -log_probs[xp.arange(flat.shape[0]), targets]  # (N,)
-        if label_smoothing:
-            losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)
+        if kernels.enabled():  # the same per-row work, over row blocks on the kernels' threads
+            log_probs, losses = kernels.cross_entropy_rows(flat, targets, label_smoothing)
+        else:
+            shifted = flat - flat.max(axis=-1, keepdims=True)
+            log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
+            losses = -log_probs[xp.arange(flat.shape[0]), targets]  # (N,)
+            if label_smoothing:
+                losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)
         count = flat.shape[0]
         if kept is not None:
             kept = xp.asarray(kept).reshape(-1)
@@ -62,16 +66,21 @@ class CrossEntropy(Function):
         (log_probs,) = ctx.saved_tensors
         xp = array_module(log_probs)
         rows, classes = log_probs.shape
+        if ctx.reduction == "none":
+            weight = grad.reshape(rows, 1)  # each row's incoming gradient
+        elif ctx.reduction == "sum":
+            weight = grad
+        else:
+            weight = grad / max(ctx.count, 1)
+        if kernels.enabled():  # the same operations, over row blocks on the kernels' threads
+            probs = kernels.cross_entropy_backward(log_probs, ctx.targets, ctx.smoothing,
+                                                   weight, ctx.kept)
+            return probs.reshape(ctx.input_shape)
         probs = xp.exp(log_probs)  # a fresh array: safe to change in place
         if ctx.smoothing:
             probs -= ctx.smoothing / classes
         probs[xp.arange(rows), ctx.targets] -= 1.0 - ctx.smoothing
-        if ctx.reduction == "none":
-            probs *= grad.reshape(rows, 1)
-        elif ctx.reduction == "sum":
-            probs *= grad
-        else:
-            probs *= grad / max(ctx.count, 1)
+        probs *= weight
         if ctx.kept is not None:
             probs *= ctx.kept[:, None]
         return probs.reshape(ctx.input_shape)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
-from tensorlib.kernels import column_sum, row_mean
 from tensorlib.ops.function import Function
 
 
@@ -26,16 +26,19 @@ class LayerNorm(Function):
         xp = array_module(x)
         weight = affine[0] if has_weight else None
         bias = affine[-1] if has_bias else None
-        # Centred on each row's first entry before its mean is taken: a constant row then
-        # becomes exactly 0 (its output exactly ``bias``) at any magnitude.
-        normalized = x - x[..., :1]
-        normalized -= row_mean(normalized)
-        variance = row_mean(xp.square(normalized))  # biased, as PyTorch
-        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
-        normalized *= inverse_std  # x̂
-        out = normalized if weight is None else normalized * weight
-        if bias is not None:
-            out = out + bias if out is normalized else xp.add(out, bias, out=out)
+        if kernels.enabled():  # the same passes, over row blocks on the kernels' threads
+            out, normalized, inverse_std = kernels.layer_norm(x, weight, bias, eps)
+        else:
+            # Centred on each row's first entry before its mean is taken: a constant row
+            # then becomes exactly 0 (its output exactly ``bias``) at any magnitude.
+            normalized = x - x[..., :1]
+            normalized -= normalized.mean(axis=-1, keepdims=True)
+            variance = xp.square(normalized).mean(axis=-1, keepdims=True)  # biased, as PyTorch
+            inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
+            normalized *= inverse_std  # x̂
+            out = normalized if weight is None else normalized * weight
+            if bias is not None:
+                out = out + bias if out is normalized else xp.add(out, bias, out=out)
         ctx.save_for_backward(normalized, inverse_std, weight)
         ctx.has_weight, ctx.has_bias = has_weight, has_bias
         return out
@@ -45,23 +48,28 @@ class LayerNorm(Function):
         normalized, inverse_std, weight = ctx.saved_tensors
         width = normalized.shape[-1]
         wanted = ctx.needs_input_grad
-        projected = grad * normalized  # dy ⊙ x̂
-        grads: list[Any] = [None]
+        want_weight, want_bias = ctx.has_weight and wanted[1], ctx.has_bias and wanted[-1]
+        if kernels.enabled():
+            dx, dweight, dbias = kernels.layer_norm_backward(
+                grad, normalized, inverse_std, weight, (wanted[0], want_weight, want_bias))
+        else:
+            dx = None
+            projected = grad * normalized  # dy ⊙ x̂
+            dweight = projected.reshape(-1, width).sum(axis=0) if want_weight else None
+            dbias = grad.reshape(-1, width).sum(axis=0) if want_bias else None
+            if wanted[0]:
+                xp = array_module(grad)
+                g = grad if weight is None else grad * weight
+                mean_g = g.mean(axis=-1, keepdims=True)
+                mean_g_normalized = (projected if weight is None else projected * weight).mean(
+                    axis=-1, keepdims=True)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
+                correction = xp.multiply(normalized, mean_g_normalized, out=projected)
+                correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
+                dx = g - correction
+                dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+        grads: list[Any] = [dx]
         if ctx.has_weight:
-            grads.append(column_sum(projected.reshape(-1, width)) if wanted[1] else None)
+            grads.append(dweight)
         if ctx.has_bias:
-            grads.append(column_sum(grad.reshape(-1, width)) if wanted[-1] else None)
-        if wanted[0]:
-            xp = array_module(grad)
-            mean_g = row_mean(grad, weight)  # mean(dy ⊙ w) = mean(g)
-            mean_g_normalized = row_mean(projected, weight)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
-            correction = xp.multiply(normalized, mean_g_normalized, out=projected)
-            correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
-            if weight is None:
-                dx = grad - correction
-            else:
-                dx = grad * weight  # g
-                dx -= correction
-            dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
-            grads[0] = dx
+            grads.append(dbias)
         return tuple(grads)

@@ -1,0 +1,192 @@
+"""One small thread pool for the elementwise kernels: an array's rows in contiguous blocks.
+
+numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, and only
+its BLAS calls use the other cores. numpy releases the GIL inside its loops, though, so two
+Python threads that each run the same passes over half of the rows keep two cores busy.
+``for_row_blocks`` does that: it cuts ``range(rows)`` into one contiguous block per thread,
+runs the blocks at once (the calling thread takes the first one) and waits for all of them.
+
+The rules that keep the results the same whatever the number of threads (tests/test_threads.py
+checks them bit for bit at 1, 2 and 3 threads):
+
+- a block's function computes each of its rows the way it would in any other block: only
+  elementwise passes and reductions along a row (numpy's, or ``row_sums``, never a BLAS
+  product, whose rounding of one row depends on how many rows it is given);
+- whatever combines rows (a loss's sum, a bias gradient, a finiteness check) is computed by
+  the caller on the whole array after the blocks are done, on the calling thread.
+
+The pool's size comes from the same variables as BLAS's: the first one set of
+``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, else ``os.cpu_count()``;
+``set_num_threads(n)`` overrides it while the program runs (it does not change BLAS's
+threads). The pool starts at the first call that needs it, never in ``reference_mode()``,
+and never for arrays below ``MIN_PARALLEL_ELEMENTS`` elements, which run on the calling
+thread with no pool work at all.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from tensorlib import validation
+from tensorlib.backend import array_module
+from tensorlib.kernels.mode import enabled
+
+__all__ = ["MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLES", "cpu_elements", "for_row_blocks",
+           "get_num_threads", "pool_size", "row_blocks", "row_sums", "set_num_threads",
+           "shutdown", "threads_from_environment"]
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+# Arrays with fewer elements than this stay on the calling thread. Handing a block to a
+# worker and waiting for it costs about 15-30 µs (a noop's round trip through the pool was
+# 15 µs on the benchmark machine); a float32 pass over 64K elements takes about 10-20 µs, and
+# the kernels below make 5 to 25 passes: below 64K elements the split saved less than it cost
+# (docs/performance.md, "Two threads for the elementwise kernels").
+MIN_PARALLEL_ELEMENTS = 1 << 16
+
+_lock = threading.Lock()
+_override: int | None = None
+_from_environment: int | None = None
+_pool: ThreadPoolExecutor | None = None
+_pool_workers = 0
+_worker = threading.local()  # .active is True on the pool's own threads
+
+
+def threads_from_environment(environ: Mapping[str, str] | None = None) -> int:
+    """The thread count the environment asks for: the first of ``THREAD_VARIABLES`` that
+    holds a positive integer (for a list such as OpenMP's "4,2", its first entry), else
+    ``os.cpu_count()`` (1 if unknown)."""
+    environ = os.environ if environ is None else environ
+    for name in THREAD_VARIABLES:
+        value = environ.get(name, "").split(",")[0].strip()
+        if value.isdigit() and int(value) >= 1:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def get_num_threads() -> int:
+    """How many threads the kernels split large arrays over (``set_num_threads``'s value,
+    else the environment's, read once)."""
+    global _from_environment
+    if _override is not None:
+        return _override
+    if _from_environment is None:
+        _from_environment = threads_from_environment()
+    return _from_environment
+
+
+def set_num_threads(count: int) -> int:
+    """Split the kernels' large arrays over ``count`` threads from now on (1: all on the
+    calling thread); returns the count in force before. BLAS keeps its own threads."""
+    global _override
+    count = validation.positive_integer(count, "number of threads")
+    previous = get_num_threads()
+    _override = count
+    return previous
+
+
+def pool_size() -> int:
+    """The number of worker threads the pool has started (0 before its first use)."""
+    return _pool_workers if _pool is not None else 0
+
+
+def shutdown() -> None:
+    """Stop the pool's workers (the next call that needs them starts a new pool)."""
+    global _pool, _pool_workers
+    with _lock:
+        pool, _pool, _pool_workers = _pool, None, 0
+    if pool is not None:
+        pool.shutdown(wait=True)
+
+
+def cpu_elements(a: Any) -> int:
+    """The size to pass ``for_row_blocks`` for array ``a``: its size for a numpy array, 0
+    (one block, no threads) for an array on a GPU, whose library runs its own threads."""
+    return a.size if isinstance(a, np.ndarray) else 0
+
+
+def row_blocks(rows: int, elements: int) -> list[tuple[int, int]]:
+    """The blocks ``(start, stop)`` that ``for_row_blocks`` cuts ``range(rows)`` into, for an
+    array of ``elements`` elements: one block when the kernels are off, one thread is asked
+    for, or the array is below ``MIN_PARALLEL_ELEMENTS``; else one per thread (at most one
+    per row), of sizes that differ by at most one row."""
+    threads = get_num_threads()
+    if threads == 1 or elements < MIN_PARALLEL_ELEMENTS or rows < 2 or not enabled() \
+            or getattr(_worker, "active", False):
+        return [(0, rows)]
+    count = min(threads, rows)
+    return [(rows * i // count, rows * (i + 1) // count) for i in range(count)]
+
+
+def for_row_blocks(function: Callable[[int, int], Any], rows: int,
+                   elements: int) -> list[Any]:
+    """Call ``function(start, stop)`` on the blocks of ``row_blocks(rows, elements)`` (all
+    at once, the first on the calling thread) and return its results in block order.
+
+    ``function`` writes its rows' results into arrays the caller made; it runs with the
+    caller's context (numpy's ``errstate`` included). The first exception raised by a block
+    is raised here, after every block has finished.
+    """
+    blocks = row_blocks(rows, elements)
+    if len(blocks) == 1:
+        return [function(0, rows)]
+    pool = _pool_with(len(blocks) - 1)
+    context = contextvars.copy_context()
+    futures: list[Future[Any]] = [pool.submit(context.copy().run, function, start, stop)
+                                  for start, stop in blocks[1:]]
+    try:
+        first = function(*blocks[0])
+    finally:
+        outcomes = [future.exception() for future in futures]  # waits for every block
+    for error in outcomes:
+        if error is not None:
+            raise error
+    return [first, *(future.result() for future in futures)]
+
+
+def row_sums(a: Any) -> Any:
+    """The sum of each row of a 2-D float array, as a new 1-D array.
+
+    Plain formula: ``a.sum(axis=1)``. How: ``numpy.einsum("ij->i", a)``, which adds each
+    row by itself, in the same order whatever the rows around it; a BLAS product against a
+    vector of ones (``tensorlib.kernels.reductions``) is as fast but rounds a row
+    differently depending on how many rows it is given and how BLAS splits them.
+    Accuracy: einsum adds a row in a few running partial sums, not pairwise: within a few
+    ulps of the exact sum for the row lengths of these kernels (up to a few thousand).
+    Why: for (768, 128) float32, 19 µs against numpy's sum's 53 µs (BLAS: 14 µs).
+    """
+    return array_module(a).einsum("ij->i", a)
+
+
+def _pool_with(workers: int) -> ThreadPoolExecutor:
+    """The pool, started (or restarted larger) so that it has at least ``workers`` threads."""
+    global _pool, _pool_workers
+    with _lock:
+        if _pool is None or _pool_workers < workers:
+            old, _pool_workers = _pool, workers
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tensorlib",
+                                       initializer=_mark_worker)
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def _mark_worker() -> None:
+    _worker.active = True  # a kernel called on a worker runs its blocks there, unsplit
+
+
+def _forget_pool() -> None:
+    """In a child made by ``os.fork`` the pool's threads do not exist: start afresh."""
+    global _pool, _pool_workers, _lock
+    _pool, _pool_workers, _lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)

@@ -33,6 +33,7 @@ Kernels import nothing from the rest of tensorlib but its backend, so any module
 from tensorlib.kernels import adamw, gelu, reductions, softmax, threads
 from tensorlib.kernels.adamw import adamw_step
 from tensorlib.kernels.gelu import erf_float32, gelu_float32
+from tensorlib.kernels.generation import decoder_step
 from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.mode import enabled, is_reference_mode, reference_mode, set_reference_mode
@@ -45,11 +46,11 @@ from tensorlib.kernels.threads import get_num_threads, set_num_threads
 
 __all__ = [
     "adamw_step", "cache_entries", "causal_softmax_", "clear_caches", "column_sum",
-    "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "enabled",
-    "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode", "layer_norm",
-    "layer_norm_backward", "reference_mode", "row_mean", "row_sum", "rows_summed_by_id",
-    "set_num_threads", "set_reference_mode", "shared_matmul", "shared_matmul_backward",
-    "sole_reference", "threads",
+    "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "decoder_step",
+    "enabled", "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode",
+    "layer_norm", "layer_norm_backward", "reference_mode", "row_mean", "row_sum",
+    "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
+    "shared_matmul_backward", "sole_reference", "threads",
 ]
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib import autograd, kernels, ops, validation
+from tensorlib.kernels.generation import BlockArrays, DecoderArrays
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
@@ -178,6 +179,10 @@ class Decoder(Module):
             start = 0
         else:
             start = self._cache_start(caches, batch, length)
+            arrays = _step_arrays(self, caches)
+            if arrays is not None:  # the same logits without modules or graph: see there
+                return Tensor(kernels.decoder_step(arrays, ids, start, caches, _layer_norm,
+                                                   _gelu))
         x = self.token_embedding(ids)  # (B, T, C)
         if start == 0:
             x = self.positional_embedding(x)  # (B, T, C)
@@ -248,6 +253,107 @@ class Decoder(Module):
         c = self.config
         return (f"vocabulary_size={c.vocabulary_size}, context_length={c.context_length}, "
                 f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
+
+
+def _step_arrays(model: Decoder, caches: Sequence[KVCache]) -> DecoderArrays | None:
+    """The arrays for ``tensorlib.kernels.decoder_step``, or None when a cached forward of
+    ``model`` must run through its modules: the kernels are off (``reference_mode()``), a
+    gradient could be wanted (not under ``no_grad``), a forward hook is registered on a
+    module the forward calls (``capture_activations`` must see every HookPoint), one of them
+    is not the plain module the Decoder is built with (a LoRA or NF4 layer in a Linear's
+    place, a subclass, a forward replaced on an instance), a dropout would drop (training
+    mode), or the parameters are not numpy arrays of one dtype, float32 or float64."""
+    if not kernels.enabled() or autograd.is_grad_enabled() or not _plain(model, Decoder):
+        return None
+    parts = _plain_children(model, _DECODER_PARTS)
+    if parts is None or type(model.blocks) is not ModuleList:
+        return None
+    token_embedding, positional_embedding, _, final_norm, head = parts
+    table = _plain_children(positional_embedding, {"table": Embedding})
+    blocks = tuple(_block_arrays(block, cache) for block, cache in zip(model.blocks, caches,
+                                                                         strict=True))
+    if table is None or None in blocks:
+        return None
+    arrays = DecoderArrays(token_embedding.weight.data, table[0].weight.data, blocks,
+                           _norm_arrays(final_norm), _linear_arrays(head))
+    dtype = arrays.token_table.dtype
+    every = [arrays.token_table, arrays.position_table, *arrays.final_norm[:2], *arrays.head]
+    for block in blocks:
+        every += [*block.attention_norm[:2], block.qkv_weight, block.qkv_bias, *block.output,
+                  *block.mlp_norm[:2], *block.mlp_input, *block.mlp_output]
+    if dtype not in (np.float32, np.float64) or not all(
+            a is None or (type(a) is np.ndarray and a.dtype == dtype) for a in every):
+        return None
+    return arrays
+
+
+def _plain(module: Any, kind: type) -> bool:
+    """``module`` is exactly a ``kind``, with its class's forward and no forward hook."""
+    return type(module) is kind and not module._forward_hooks \
+        and "forward" not in module.__dict__
+
+
+def _plain_children(module: Module, kinds: dict[str, type]) -> list[Any] | None:
+    """The children of ``module`` named in ``kinds``, in that order, if each is plain (see
+    ``_plain``); else None."""
+    children = module._modules
+    found = [children.get(name) for name in kinds]
+    if not all(_plain(child, kind) for child, kind in zip(found, kinds.values(), strict=True)):
+        return None
+    return found
+
+
+def _block_arrays(block: Any, cache: KVCache) -> BlockArrays | None:
+    if not _plain(block, DecoderBlock):
+        return None
+    parts = _plain_children(block, _BLOCK_PARTS)
+    if parts is None:
+        return None
+    attention_norm, attention, mlp_norm, mlp_input, mlp_output, mlp_dropout = parts[:6]
+    inside = _plain_children(attention, _ATTENTION_PARTS)
+    if inside is None:
+        return None
+    output, output_dropout = inside[:2]
+    if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)):
+        return None
+    return BlockArrays(attention.heads, _norm_arrays(attention_norm),
+                       attention.fused_qkv_array(cache), attention.qkv_bias.data.reshape(-1),
+                       _linear_arrays(output), _norm_arrays(mlp_norm),
+                       _linear_arrays(mlp_input), _linear_arrays(mlp_output))
+
+
+def _norm_arrays(norm: LayerNorm) -> tuple[Any, Any, float]:
+    weight, bias = norm.weight, norm.bias
+    return (None if weight is None else weight.data, None if bias is None else bias.data,
+            norm.eps)
+
+
+def _linear_arrays(linear: Linear) -> tuple[Any, Any]:
+    bias = linear.bias
+    return linear.weight.data, None if bias is None else bias.data
+
+
+# The children a cached forward calls, and what each must be for decoder_step to stand in.
+_DECODER_PARTS = {"token_embedding": Embedding, "positional_embedding": PositionalEmbedding,
+                  "embedding": HookPoint, "final_norm": LayerNorm,
+                  "language_model_head": Linear}
+_BLOCK_PARTS = {"attention_norm": LayerNorm, "attention": MultiheadAttention,
+                "mlp_norm": LayerNorm, "mlp_input": Linear, "mlp_output": Linear,
+                "mlp_dropout": Dropout, "residual_attention": HookPoint,
+                "residual_mlp": HookPoint}
+_ATTENTION_PARTS = {"output": Linear, "output_dropout": Dropout, "probabilities": HookPoint}
+
+
+def _layer_norm(x: np.ndarray, weight: Any, bias: Any, eps: float) -> np.ndarray:
+    """What the LayerNorm op computes, on arrays (the ``layer_norm`` of ``decoder_step``)."""
+    affine = [a for a in (weight, bias) if a is not None]
+    return ops.LayerNorm.forward_only(x, *affine, eps=eps, has_weight=weight is not None,
+                                      has_bias=bias is not None)
+
+
+def _gelu(a: np.ndarray) -> np.ndarray:
+    """What the Gelu op computes (exact GELU), on an array."""
+    return ops.Gelu.forward_only(a)
 
 
 def _sample_next(logits: Any, temperature: float, top_k: int | None, generator: Rng) -> np.ndarray:

@@ -62,17 +62,42 @@ class Function:
         """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
         a graph node on the output."""
         arrays = _arrays_of(cls, inputs)
-        ctx = Context(cls)
-        recording = autograd.is_grad_enabled()
-        ctx.needs_input_grad = tuple(t._requires_grad for t in inputs) if recording \
+        needs = tuple([t._requires_grad for t in inputs]) if autograd.is_grad_enabled() \
             else (False,) * len(inputs)
+        # No gradient wanted (no_grad, or constant inputs): a throwaway ctx that saves nothing
+        ctx = Context(cls) if any(needs) else _Unrecorded(cls)
+        ctx.needs_input_grad = needs
         output = cls.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
             else _timed_forward(ctx, arrays, params)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
-        if any(ctx.needs_input_grad) and _is_floating(output.dtype):  # integer results: none
+        if ctx.__class__ is Context and _is_floating(output.dtype):  # integer results: none
             _record_node(ctx, inputs, output, result)
         return result
+
+    @classmethod
+    def forward_only(cls, *arrays: Any, **params: Any) -> Any:
+        """``forward`` on raw arrays, with no gradient wanted and nothing saved or recorded:
+        the array ``apply`` computes under ``no_grad``, without the Tensors around it. For
+        kernels that run a whole inference step on arrays and must compute exactly what the
+        op computes (``tensorlib.kernels.decoder_step``)."""
+        ctx = _Unrecorded(cls)
+        ctx.needs_input_grad = (False,) * len(arrays)
+        return cls.forward(ctx, *arrays, **params)
+
+
+class _Unrecorded:
+    """The ``ctx`` of an op call that no gradient will flow through (under ``no_grad``, or
+    when no input requires grad): the forward may set attributes on it as usual, but
+    ``save_for_backward`` keeps nothing, and it becomes no graph node. It is dropped as soon
+    as the forward returns."""
+
+    def __init__(self, function: type[Function]):
+        self.function = function
+        self.name: str = function.op_name or function.__name__.lower()
+
+    def save_for_backward(self, *arrays: Any) -> None:
+        """Nothing to save: no backward will run."""
 
 
 def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:

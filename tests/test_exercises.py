@@ -40,6 +40,12 @@ def test_there_are_solutions_and_every_learner_notebook_is_their_student_version
     assert workbook.mismatches() == []
 
 
+def test_every_learner_notebook_has_a_teachers_copy_with_exercises():
+    learner = sorted(path.name for path in workbook.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert learner and learner == [path.name for path in SOLUTIONS], \
+        "each notebooks/NN_*.ipynb needs notebooks/solutions/NN_*.ipynb (and nothing else there)"
+
+
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
 def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
     solutions = nbformat.read(path, as_version=4)

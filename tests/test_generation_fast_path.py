@@ -154,6 +154,25 @@ def test_a_weight_changed_between_steps_is_seen_by_the_next_step(steps, monkeypa
     np.testing.assert_array_equal(fast, run())
 
 
+def test_generate_checks_the_model_once_a_cached_forward_every_time(steps, monkeypatch):
+    model = make_decoder(3)
+    checks = []
+    original = transformer._step_arrays
+
+    def counting(model, caches):
+        checks.append(len(caches))
+        return original(model, caches)
+
+    monkeypatch.setattr(transformer, "_step_arrays", counting)
+    model.generate(np.array([[1, 2, 3]]), 9, rng=Rng(1))  # a prefill and five steps
+    assert checks == [2] and steps.calls == 6
+    with tl.no_grad():
+        caches = model.new_cache()
+        for position in range(3):
+            model(np.array([[position]]), caches)
+    assert checks == [2, 2, 2, 2] and steps.calls == 9
+
+
 # --------------------------------------------------------------------------------- when not
 def test_capture_and_hooks_force_the_module_path(steps):
     model = make_decoder(7)

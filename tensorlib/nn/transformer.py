@@ -179,7 +179,12 @@ class Decoder(Module):
             start = 0
         else:
             start = self._cache_start(caches, batch, length)
-            arrays = _step_arrays(self, caches)
+            if isinstance(caches, _GenerationCaches):  # one check per generate call
+                if not caches.checked:
+                    caches.arrays, caches.checked = _step_arrays(self, caches), True
+                arrays = caches.arrays
+            else:
+                arrays = _step_arrays(self, caches)
             if arrays is not None:  # the same logits without modules or graph: see there
                 return Tensor(kernels.decoder_step(arrays, ids, start, caches, _layer_norm,
                                                    _gelu))
@@ -240,7 +245,7 @@ class Decoder(Module):
                 if not use_cache or ids.shape[1] > window:
                     logits = self.forward(ids[:, -window:])  # recompute the window
                 elif caches is None:
-                    caches = self.new_cache()
+                    caches = _GenerationCaches(self.new_cache())
                     logits = self.forward(ids, caches)  # prefill: the whole prompt
                 else:
                     logits = self.forward(ids[:, -1:], caches)  # the newest token only
@@ -253,6 +258,16 @@ class Decoder(Module):
         c = self.config
         return (f"vocabulary_size={c.vocabulary_size}, context_length={c.context_length}, "
                 f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
+
+
+class _GenerationCaches(list):
+    """The KVCaches of one ``generate`` call, which nothing outside it sees. Whether the fast
+    path applies (``_step_arrays``) is decided once, at the prefill, and its arrays are kept
+    for the steps: between two steps only the sampling runs, and without a hook (the fast
+    path's condition) no user code runs inside a step, so nothing can change the model."""
+
+    arrays: DecoderArrays | None = None
+    checked = False
 
 
 def _step_arrays(model: Decoder, caches: Sequence[KVCache]) -> DecoderArrays | None:

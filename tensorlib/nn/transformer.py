@@ -168,7 +168,10 @@ class Decoder(Module):
         ``no_grad``) the ids are the next ``T`` tokens of sequences whose first ``start``
         positions are cached: they sit at positions ``start .. start + T - 1`` (at most
         ``context_length``), every block appends their keys and values, and the logits are
-        those a forward pass over the whole sequence gives at these positions.
+        those a forward pass over the whole sequence gives at these positions. Such a cached
+        forward of a plain Decoder with no hooks runs as one kernel on arrays,
+        ``tensorlib.kernels.decoder_step``, with the modules' logits bit for bit (see
+        ``_step_arrays`` for when).
         """
         ids = self._token_ids(token_ids)
         batch, length = ids.shape

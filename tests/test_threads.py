@@ -10,6 +10,8 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -104,10 +106,14 @@ def test_set_num_threads_validates_and_returns_the_previous_count():
         kernels.set_num_threads(before)
 
 
-def test_row_blocks_cover_the_rows_in_near_equal_contiguous_blocks():
+def test_row_blocks_cover_the_rows_in_near_equal_contiguous_blocks_two_per_thread():
     big = threads.MIN_PARALLEL_ELEMENTS
+    assert threads.BLOCKS_PER_THREAD == 2
     with thread_count(3):
-        assert threads.row_blocks(10, big) == [(0, 3), (3, 6), (6, 10)]
+        assert threads.row_blocks(12, big) == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10),
+                                               (10, 12)]
+        assert threads.row_blocks(10, big) == [(0, 1), (1, 3), (3, 5), (5, 6), (6, 8),
+                                               (8, 10)]
         assert threads.row_blocks(2, big) == [(0, 1), (1, 2)]  # at most one block per row
         assert threads.row_blocks(10, big - 1) == [(0, 10)]  # small: one block
         assert threads.row_blocks(0, big) == [(0, 0)]
@@ -128,19 +134,37 @@ def test_for_row_blocks_runs_every_block_with_the_callers_errstate_and_raises_it
             return start
 
         with np.errstate(divide="ignore"):
-            assert threads.for_row_blocks(fill, 9, big) == [0, 3, 6]
+            assert threads.for_row_blocks(fill, 9, big) == [0, 1, 3, 4, 6, 7]
         np.testing.assert_array_equal(out, np.arange(9))
         assert threads.pool_size() == 2  # the calling thread ran the first block
 
         def fail(start, stop):
-            if start > 0:
+            if start == 4:
                 raise ArithmeticError(f"block {start}")
             return start
 
-        with pytest.raises(ArithmeticError, match="block 3"):
+        with pytest.raises(ArithmeticError, match="block 4"):
             threads.for_row_blocks(fail, 9, big)
         with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
             threads.for_row_blocks(fill, 9, big)
+
+
+def test_blocks_that_no_worker_started_run_on_the_calling_thread(monkeypatch):
+    class StalledPool:  # as if every core were busy: no worker ever starts a block
+        def submit(self, *args):
+            return Future()
+
+    monkeypatch.setattr(threads, "_pool_with", lambda workers: StalledPool())
+    ran_on = []
+
+    def block(start, stop):
+        ran_on.append(threading.get_ident())
+        return start
+
+    with thread_count(3):
+        assert threads.for_row_blocks(block, 9, threads.MIN_PARALLEL_ELEMENTS) == [0, 1, 3, 4,
+                                                                                  6, 7]
+    assert ran_on == [threading.get_ident()] * 6
 
 
 def test_small_arrays_and_reference_mode_never_start_the_pool():

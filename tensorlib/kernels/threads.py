@@ -3,8 +3,8 @@
 numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, and only
 its BLAS calls use the other cores. numpy releases the GIL inside its loops, though, so two
 Python threads that each run the same passes over half of the rows keep two cores busy.
-``for_row_blocks`` does that: it cuts ``range(rows)`` into one contiguous block per thread,
-runs the blocks at once (the calling thread takes the first one) and waits for all of them.
+``for_row_blocks`` does that: it cuts ``range(rows)`` into contiguous blocks (two per
+thread), which the calling thread and the pool's workers take in turn until none is left.
 
 The rules that keep the results the same whatever the number of threads (tests/test_threads.py
 checks them bit for bit at 1, 2 and 3 threads):
@@ -26,10 +26,11 @@ thread with no pool work at all.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,9 @@ from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.kernels.mode import enabled
 
-__all__ = ["MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLES", "cpu_elements", "for_row_blocks",
-           "get_num_threads", "pool_size", "row_blocks", "row_sums", "set_num_threads",
-           "shutdown", "threads_from_environment"]
+__all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLES", "cpu_elements",
+           "for_row_blocks", "get_num_threads", "pool_size", "row_blocks", "row_sums",
+           "set_num_threads", "shutdown", "threads_from_environment"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -50,6 +51,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 # the kernels below make 5 to 25 passes: below 64K elements the split saved less than it cost
 # (docs/performance.md, "Two threads for the elementwise kernels").
 MIN_PARALLEL_ELEMENTS = 1 << 16
+# Blocks per thread: with two, a thread that starts late (its core busy with another process)
+# leaves its second block to the others; each block costs a few µs of Python per pass.
+BLOCKS_PER_THREAD = 2
 
 _lock = threading.Lock()
 _override: int | None = None
@@ -115,40 +119,56 @@ def cpu_elements(a: Any) -> int:
 def row_blocks(rows: int, elements: int) -> list[tuple[int, int]]:
     """The blocks ``(start, stop)`` that ``for_row_blocks`` cuts ``range(rows)`` into, for an
     array of ``elements`` elements: one block when the kernels are off, one thread is asked
-    for, or the array is below ``MIN_PARALLEL_ELEMENTS``; else one per thread (at most one
-    per row), of sizes that differ by at most one row."""
+    for, or the array is below ``MIN_PARALLEL_ELEMENTS``; else ``BLOCKS_PER_THREAD`` per
+    thread (at most one per row), of sizes that differ by at most one row."""
     threads = get_num_threads()
     if threads == 1 or elements < MIN_PARALLEL_ELEMENTS or rows < 2 or not enabled() \
             or getattr(_worker, "active", False):
         return [(0, rows)]
-    count = min(threads, rows)
+    count = min(threads * BLOCKS_PER_THREAD, rows)
     return [(rows * i // count, rows * (i + 1) // count) for i in range(count)]
 
 
 def for_row_blocks(function: Callable[[int, int], Any], rows: int,
                    elements: int) -> list[Any]:
-    """Call ``function(start, stop)`` on the blocks of ``row_blocks(rows, elements)`` (all
-    at once, the first on the calling thread) and return its results in block order.
+    """Call ``function(start, stop)`` on the blocks of ``row_blocks(rows, elements)`` and
+    return its results in block order.
 
-    ``function`` writes its rows' results into arrays the caller made; it runs with the
-    caller's context (numpy's ``errstate`` included). The first exception raised by a block
-    is raised here, after every block has finished.
+    The calling thread and ``get_num_threads() - 1`` workers take the blocks in order, each
+    the next one not yet taken, until none is left; so when a core is held by another
+    process and a worker starts late, the calling thread does more of the blocks instead of
+    waiting for it. ``function`` writes its rows' results into arrays the caller made; it
+    runs with the caller's context (numpy's ``errstate`` included). An exception raised by
+    a block is raised here, after every block that was started has finished.
     """
     blocks = row_blocks(rows, elements)
     if len(blocks) == 1:
         return [function(0, rows)]
-    pool = _pool_with(len(blocks) - 1)
+    helpers = min(get_num_threads(), len(blocks)) - 1
+    pool = _pool_with(helpers)
+    results: list[Any] = [None] * len(blocks)
+    errors: list[BaseException] = []
+    taken = itertools.count()  # next() on it is atomic: each block is taken once
+
+    def take_blocks() -> None:
+        for index in taken:
+            if index >= len(blocks) or errors:
+                return
+            try:
+                results[index] = function(*blocks[index])
+            except BaseException as error:  # the others stop at their next block
+                errors.append(error)
+                return
+
     context = contextvars.copy_context()
-    futures: list[Future[Any]] = [pool.submit(context.copy().run, function, start, stop)
-                                  for start, stop in blocks[1:]]
-    try:
-        first = function(*blocks[0])
-    finally:
-        outcomes = [future.exception() for future in futures]  # waits for every block
-    for error in outcomes:
-        if error is not None:
-            raise error
-    return [first, *(future.result() for future in futures)]
+    futures = [pool.submit(context.copy().run, take_blocks) for _ in range(helpers)]
+    take_blocks()
+    for future in futures:
+        if not future.cancel():  # a worker that never started has nothing left to do
+            future.result()  # waits for the block it is on
+    if errors:
+        raise errors[0]
+    return results
 
 
 def row_sums(a: Any) -> Any:

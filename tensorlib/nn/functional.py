@@ -240,7 +240,7 @@ def cross_entropy_reference(logits: Tensor, targets: Any, ignore_index: int = IG
     classes = logits.shape[-1]
     onehot = np.eye(classes, dtype=logits.dtype)[array]  # (..., V)
     target_distribution = (1.0 - smoothing) * onehot + smoothing / classes
-    count = array.size
+    count = 0
     if kept is not None:
         target_distribution = target_distribution * kept[..., None]
         count = int(kept.sum())
@@ -250,6 +250,8 @@ def cross_entropy_reference(logits: Tensor, targets: Any, ignore_index: int = IG
         return losses
     if reduction == "sum":
         return losses.sum()
+    if kept is None:
+        return losses.mean()
     if not count:  # nothing kept: nan, with the zero gradient the fused op gives
         return losses.sum() * 0.0 + math.nan
     return losses.sum() / count

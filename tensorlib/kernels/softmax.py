@@ -40,7 +40,10 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     nan). A score of +inf above the diagonal becomes nan (inf - inf); scores that overflow
     the dtype make their row nan anyway.
     Why: the softmax forward went from about 650 to 470 µs at batch 12 (docs/performance.md,
-    item 3 of "What changed"; benchmarks/run.py case (a)).
+    item 3 of "What changed"; benchmarks/run.py case (a)). With einsum row sums, in blocks:
+    (12, 4, 64, 64) 375 µs on one thread, 392 µs on two, on the shared 2-core machine with
+    its second core mostly busy (docs/performance.md,
+    "Two threads for the elementwise kernels").
     """
     xp = array_module(scores)
     if scores.size == 0:

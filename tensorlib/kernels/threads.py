@@ -45,10 +45,12 @@ __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLES", "cp
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
-# Arrays with fewer elements than this stay on the calling thread. Handing a block to a
-# worker and waiting for it costs about 15-30 µs (a noop's round trip through the pool was
-# 15 µs on the benchmark machine); a float32 pass over 64K elements takes about 10-20 µs, and
-# the kernels below make 5 to 25 passes: below 64K elements the split saved less than it cost
+# Arrays with fewer elements than this stay on the calling thread, with no pool work at all.
+# A round trip through the pool (submit a no-op, wait for it) took 15 µs on the benchmark
+# machine, a float32 pass over 64K elements 10-20 µs, and a kernel makes 5 to 25 passes; below
+# 64K elements even a perfect split would save little more than it costs. The shared 2-core
+# machine never showed a clear gain at any size (its second core was mostly held by other
+# processes), so the threshold rests on that arithmetic, not on a measured crossover
 # (docs/performance.md, "Two threads for the elementwise kernels").
 MIN_PARALLEL_ELEMENTS = 1 << 16
 # Blocks per thread: with two, a thread that starts late (its core busy with another process)

@@ -19,7 +19,8 @@ Two kinds of kernel:
 - fast paths for a whole formula that the caller writes out; the caller asks ``enabled()``
   first: ``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and ``layer_norm_backward``,
   ``cross_entropy_rows`` and ``cross_entropy_backward``, ``shared_matmul`` and
-  ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``.
+  ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``, and
+  ``decoder_step`` (one cached generation step of a Decoder on raw arrays, no graph).
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
 update, embedding's backward) split a large array's rows into contiguous blocks run at once

@@ -69,7 +69,7 @@ def _check_distinct(parameters: list[Parameter], labels: list[str]) -> None:
         seen[id(parameter)] = index
 
 
-def _check_keys(entries: Any, keys: tuple[str, ...], what: str) -> None:
+def check_keys(entries: Any, keys: tuple[str, ...], what: str) -> None:
     """KeyError for a missing key, ValueError for an unknown one."""
     if not isinstance(entries, dict):
         raise TypeError(f"'{what}' must be a dict, got {type(entries).__name__}")
@@ -284,12 +284,12 @@ class Optimizer:
             if len(self.param_groups) != 1:
                 raise ValueError(f"optimizer state has one parameter group, this optimizer "
                                  f"has {len(self.param_groups)}")
-            _check_keys(config, keys, "config")
+            check_keys(config, keys, "config")
             settings = {key: self.GROUP_SETTINGS[key](config[key], key)
                         for key in self.GROUP_SETTINGS}
             groups = [settings]
         else:
-            _check_keys(config, tuple(self.GLOBAL_SETTINGS), "config")
+            check_keys(config, tuple(self.GLOBAL_SETTINGS), "config")
             entries = state["param_groups"]
             if not isinstance(entries, (list, tuple)) or len(entries) != len(self.param_groups):
                 count = len(entries) if isinstance(entries, (list, tuple)) else "no list of"
@@ -306,7 +306,7 @@ class Optimizer:
                                      f"{entry.get('params')}, this optimizer's holds "
                                      f"{list(range(start, start + count))}")
                 start += count
-                _check_keys(entry, ("params", *self.GROUP_SETTINGS), f"parameter group {number}")
+                check_keys(entry, ("params", *self.GROUP_SETTINGS), f"parameter group {number}")
                 groups.append({key: self.GROUP_SETTINGS[key](entry[key], key)
                                for key in self.GROUP_SETTINGS})
         globals_ = {key: self.GLOBAL_SETTINGS[key](config[key], key)

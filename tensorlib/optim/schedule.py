@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from tensorlib import validation
+from tensorlib.optim.optimizer import check_keys
 
 
 def _check_schedule(base_lr: float, warmup_steps: int, total_steps: int,
@@ -107,13 +108,8 @@ class WarmupCosineSchedule:
         """Restore the configuration and position (checked first) and set the optimizer's lr."""
         if not isinstance(state, dict):
             raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
-        keys = ("type", "base_lr", "warmup_steps", "total_steps", "min_lr", "last_step")
-        for key in keys:
-            if key not in state:
-                raise KeyError(f"schedule state is missing '{key}'")
-        unknown = sorted(set(state) - set(keys))
-        if unknown:
-            raise ValueError(f"schedule state has unknown keys {unknown}")
+        check_keys(state, ("type", "base_lr", "warmup_steps", "total_steps", "min_lr",
+                           "last_step"), "schedule state")
         if state["type"] != "WarmupCosineSchedule":
             raise ValueError(f"schedule state is for {state['type']!r}, "
                              "not 'WarmupCosineSchedule'")

@@ -18,18 +18,6 @@ from tensorlib.optim.optimizer import (
 )
 
 
-def _learning_rate(value: Any, what: str) -> float:
-    return validation.real(value, what, low=0.0)
-
-
-def _epsilon(value: Any, what: str) -> float:
-    return validation.real(value, what, low=0.0, low_open=True)
-
-
-def _non_negative(value: Any, what: str) -> float:
-    return validation.real(value, what, low=0.0)
-
-
 def _check_betas(value: Any, what: str = "betas") -> tuple[float, float]:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
         raise TypeError(f"{what} must be a pair (beta1, beta2), got {value!r}")
@@ -64,9 +52,9 @@ class AdamW(Optimizer):
     the parameter's dtype.
     """
 
-    GROUP_SETTINGS = {"lr": _learning_rate, "betas": _check_betas, "eps": _epsilon,
-                      "weight_decay": _non_negative}
-    GLOBAL_SETTINGS = {"max_grad_norm": _non_negative}
+    GROUP_SETTINGS = {"lr": validation.non_negative, "betas": _check_betas,
+                      "eps": validation.positive, "weight_decay": validation.non_negative}
+    GLOBAL_SETTINGS = {"max_grad_norm": validation.non_negative}
     lr = GroupSetting()
     betas = GroupSetting()
     eps = GroupSetting()
@@ -95,7 +83,7 @@ class AdamW(Optimizer):
 
     @max_grad_norm.setter
     def max_grad_norm(self, value: float) -> None:
-        self._max_grad_norm = _non_negative(value, "max_grad_norm")
+        self._max_grad_norm = validation.non_negative(value, "max_grad_norm")
 
     def __repr__(self) -> str:
         if len(self.param_groups) > 1:

@@ -174,11 +174,12 @@ class GroupSetting:
     def __get__(self, optimizer: Any, owner: type | None = None) -> Any:
         if optimizer is None:
             return self
-        values = {repr(group[self.name]): group[self.name] for group in optimizer.param_groups}
-        if len(values) > 1:
+        values = [group[self.name] for group in optimizer.param_groups]
+        if any(value != values[0] for value in values):
+            shown = ", ".join(dict.fromkeys(repr(value) for value in values))
             raise ValueError(f"the parameter groups have different {self.name} values "
-                             f"({', '.join(values)}); read param_groups[i][{self.name!r}]")
-        return next(iter(values.values()))
+                             f"({shown}); read param_groups[i][{self.name!r}]")
+        return values[0]
 
     def __set__(self, optimizer: Any, value: Any) -> None:
         value = optimizer.GROUP_SETTINGS[self.name](value, self.name)

@@ -17,10 +17,6 @@ from tensorlib.optim.optimizer import (
 )
 
 
-def _learning_rate(value: Any, what: str) -> float:
-    return validation.real(value, what, low=0.0)
-
-
 def _momentum(value: Any, what: str) -> float:
     return validation.real(value, what, low=0.0, high=1.0)
 
@@ -36,7 +32,7 @@ class SGD(Optimizer):
     value, gradient or updated value is not finite.
     """
 
-    GROUP_SETTINGS = {"lr": _learning_rate, "momentum": _momentum}
+    GROUP_SETTINGS = {"lr": validation.non_negative, "momentum": _momentum}
     lr = GroupSetting()
     momentum = GroupSetting()
 
@@ -44,7 +40,7 @@ class SGD(Optimizer):
                  momentum: float = 0.0):
         self._rates = None
         if isinstance(lr, (Sequence, np.ndarray)) and not isinstance(lr, (str, bytes)):
-            self._rates = [_learning_rate(rate, f"lr[{index}]")
+            self._rates = [validation.non_negative(rate, f"lr[{index}]")
                            for index, rate in enumerate(np.asarray(lr, dtype=object).ravel()
                                                          if isinstance(lr, np.ndarray) else lr)]
             lr = 0.0  # every parameter gets its own rate below

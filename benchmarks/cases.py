@@ -142,12 +142,62 @@ def generation_step(library: str, new_tokens: int = 63) -> Callable[[], Any]:
     return lambda: twin.generate(torch_prompt, new_tokens)
 
 
+def product_operands(batch: int = 12) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The operands ``(a, b)`` of every matrix product ``a @ b`` in one training step of
+    case (a)'s Decoder at ``batch``, as numpy arrays laid out as the ops lay them out.
+
+    Per linear layer (x Wᵀ + b with x (N, in), W (out, in), dy (N, out)): x @ Wᵀ, dy @ W
+    and dyᵀ @ x; per attention (q, k, v, dO (B, H, T, D) as views of (B, T, 3, H, D) and
+    (B, T, H, D) arrays, P and dS (B, H, T, T)): q kᵀ, P v, Pᵀ dO, dO vᵀ, dS k and dSᵀ q.
+    """
+    config = twins.decoder_config()
+    rng = Rng(7)
+    rows, channels, length = batch * config.context_length, config.channels, config.context_length
+    heads, width = config.heads, config.channels // config.heads
+    linears = [(channels, 3 * channels), (channels, channels), (channels, 4 * channels),
+               (4 * channels, channels)] * config.layers + [(channels, config.vocabulary_size)]
+    pairs = []
+    for inputs, outputs in linears:
+        x = rng.normal(size=(rows, inputs))
+        weight = rng.normal(size=(outputs, inputs))
+        grad = rng.normal(size=(rows, outputs))
+        pairs += [(x, weight.T), (grad, weight), (grad.T, x)]
+    for _ in range(config.layers):
+        qkv = rng.normal(size=(batch, length, 3, heads, width))
+        query, key, value = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        grad_out = rng.normal(size=(batch, length, heads, width)).transpose(0, 2, 1, 3)
+        probabilities, grad_scores = (rng.normal(size=(batch, heads, length, length))
+                                      for _ in range(2))
+        pairs += [(query, key.swapaxes(-1, -2)), (probabilities, value),
+                  (probabilities.swapaxes(-1, -2), grad_out), (grad_out, value.swapaxes(-1, -2)),
+                  (grad_scores, key), (grad_scores.swapaxes(-1, -2), query)]
+    return pairs
+
+
+def products_step(library: str, batch: int = 12) -> Callable[[], Any]:
+    """Case (f): every matrix product of one step of (a), and nothing else: numpy's
+    ``matmul`` on tensorlib's side, ``torch.matmul`` on the same arrays (the same strides)
+    on PyTorch's."""
+    pairs = product_operands(batch)
+    if library == "torch":
+        pairs = [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in pairs]
+        multiply = torch.matmul
+    else:
+        multiply = np.matmul
+
+    def step() -> None:
+        for a, b in pairs:
+            multiply(a, b)
+
+    return step
+
+
 TRAINING_CASES = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32)}
 NEW_TOKENS = 63
 
 
 def time_library(library: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Every asked-for timing case (a)-(d) of one library, in this process alone."""
+    """Every asked-for timing case ((a)-(d), (f)) of one library, in this process alone."""
     results = {}
     for case in args.cases:
         if case in TRAINING_CASES:
@@ -157,6 +207,8 @@ def time_library(library: str, args: argparse.Namespace) -> dict[str, Any]:
             step = generation_step(library, NEW_TOKENS)
             results[case] = summary(timed(step, max(1, args.warmup // 2),
                                           max(3, args.repeats // 2)), NEW_TOKENS)
+        elif case == "f":
+            results[case] = summary(timed(products_step(library), args.warmup, args.repeats))
     return results
 
 
@@ -191,7 +243,7 @@ def memory_case(batch: int = 12) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------- report
-def describe_machine(threads: int) -> list[str]:
+def describe_machine(threads: int, kernel_threads: int | None = None) -> list[str]:
     """The versions, the BLAS kernels and the thread counts this process runs with."""
     lines = [f"tensorlib {tl.__version__}, numpy {np.__version__}, Python "
              f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs"]
@@ -205,6 +257,8 @@ def describe_machine(threads: int) -> list[str]:
         torch.set_num_threads(threads)
         lines.append(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
                      f"BLAS {_torch_blas()}")
+    lines.append(f"tensorlib's elementwise kernels: "
+                 f"{kernel_threads or tl.kernels.get_num_threads()} thread(s)")
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     lines.append(f"threads: {threads} (OMP/OPENBLAS/MKL_NUM_THREADS, the same for both); "
                  f"float32; OPENBLAS_CORETYPE {coretype or 'unset (detected)'}")
@@ -229,6 +283,8 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
         except ImportError:  # PyTorch is optional
             torch = None
     if args.library == "tensorlib":  # PyTorch is not imported here at all
+        if args.kernel_threads:
+            tl.kernels.set_num_threads(args.kernel_threads)
         result: dict[str, Any] = {"timings": time_library("tensorlib", args)}
     elif args.library == "torch":
         if torch is None:
@@ -236,7 +292,7 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
         torch.set_num_threads(threads)
         result = {"timings": time_library("torch", args)}
     else:
-        result = {"machine": describe_machine(threads),
+        result = {"machine": describe_machine(threads, args.kernel_threads),
                   "checks": [] if torch is None or args.no_torch else check_losses()}
         if "e" in args.cases:
             result["memory"] = memory_case()

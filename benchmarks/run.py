@@ -7,7 +7,9 @@
 Cases: (a) a Decoder training step (forward, backward, AdamW) at vocabulary 28, context 64,
 4 layers, 4 heads, 128 channels, batch 12; (b) the same at batch 64; (c) an MLP language
 model step (3 ids of context, embedding 10, hidden 200, batch 32, AdamW); (d) generating 63
-tokens after a one-token prompt with the key/value cache; (e) peak memory of one step of (a).
+tokens after a one-token prompt with the key/value cache; (e) peak memory of one step of (a);
+(f) every matrix product of one step of (a) and nothing else (numpy's BLAS against PyTorch's),
+so that the table can also say how (a) compares without them ("(a) - (f)").
 
 How it measures. Two libraries in one process distort each other: their thread pools (numpy's
 OpenBLAS, PyTorch's OpenMP and MKL) wait for and compete over the same cores. So every
@@ -37,9 +39,10 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 # glibc returns freed heap memory to the system once more than this is free at the top, and
 # the next step faults it back in page by page; --no-trim raises both limits (both libraries).
 NO_TRIM = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 25)}
-CASES = ("a", "b", "c", "d", "e")
+CASES = ("a", "b", "c", "d", "e", "f")
 LABELS = {"a": "(a) decoder step, batch 12", "b": "(b) decoder step, batch 64",
-          "c": "(c) MLP language model step, batch 32", "d": "(d) generate 63 tokens"}
+          "c": "(c) MLP language model step, batch 32", "d": "(d) generate 63 tokens",
+          "f": "(f) the matrix products of (a) alone"}
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -52,6 +55,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=15, help="timed steps per process")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per process")
     parser.add_argument("--no-torch", action="store_true", help="time tensorlib alone")
+    parser.add_argument("--kernel-threads", type=int, metavar="N",
+                        help="threads of tensorlib's elementwise kernels "
+                             "(kernels.set_num_threads; default: the thread count)")
     parser.add_argument("--no-trim", action="store_true",
                         help="keep freed memory in the process (glibc), for both libraries")
     parser.add_argument("--json", metavar="PATH", help="also write every figure to PATH")
@@ -77,6 +83,8 @@ def run_child(args: argparse.Namespace, threads: int, library: str | None,
         command += ["--library", library]
     if args.no_torch:
         command.append("--no-torch")
+    if args.kernel_threads:
+        command += ["--kernel-threads", str(args.kernel_threads)]
     done = subprocess.run(command, env=child_environment(threads, args.no_trim),
                           capture_output=True, text=True)
     if done.returncode:
@@ -138,6 +146,11 @@ def measure(args: argparse.Namespace, threads: int) -> dict:
                   if "torch" in rounds else None)
         print(ratio_line(LABELS[case], ours, theirs), flush=True)
         figures["cases"][case] = {"tensorlib_ms": ours, "torch_ms": theirs}
+    if "a" in timing_cases and "f" in timing_cases:
+        ours = [r["a"]["median_ms"] - r["f"]["median_ms"] for r in rounds["tensorlib"]]
+        theirs = ([r["a"]["median_ms"] - r["f"]["median_ms"] for r in rounds["torch"]]
+                  if "torch" in rounds else None)
+        print(ratio_line("    (a) - (f): all but the products", ours, theirs), flush=True)
     if "e" in args.cases:
         for line in memory_lines(info["memory"]):
             print(line)
@@ -147,8 +160,9 @@ def measure(args: argparse.Namespace, threads: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
-    if any(threads < 1 for threads in args.threads) or args.rounds < 1 or args.repeats < 1:
-        raise SystemExit("--threads, --rounds and --repeats must be positive")
+    if any(threads < 1 for threads in args.threads) or args.rounds < 1 or args.repeats < 1 \
+            or (args.kernel_threads is not None and args.kernel_threads < 1):
+        raise SystemExit("--threads, --rounds, --repeats and --kernel-threads must be positive")
     if args.child:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import cases  # numpy (and torch, in its own processes) load under the child's setting

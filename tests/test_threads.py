@@ -72,23 +72,27 @@ def assert_bit_identical(results):
 
 
 # --------------------------------------------------------------------------------- the pool
-def test_thread_count_comes_from_the_blas_variables_then_the_cpu_count():
+def test_thread_count_comes_from_its_own_variable_else_one():
     env = threads.threads_from_environment
-    assert env({"OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "5"}) == 3
-    assert env({"OPENBLAS_NUM_THREADS": "5", "MKL_NUM_THREADS": "7"}) == 5
-    assert env({"MKL_NUM_THREADS": "7"}) == 7
-    assert env({"OMP_NUM_THREADS": "4,2"}) == 4  # OpenMP's nested list: its first entry
-    assert env({"OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "2"}) == 2
-    assert env({"OMP_NUM_THREADS": "zero", "MKL_NUM_THREADS": "0"}) == (os.cpu_count() or 1)
-    assert env({}) == (os.cpu_count() or 1)
+    assert env({"TENSORLIB_NUM_THREADS": "3"}) == 3
+    assert env({"TENSORLIB_NUM_THREADS": " 2 "}) == 2
+    for bad in ("", "0", "-1", "two", "1.5", "4,2"):
+        assert env({"TENSORLIB_NUM_THREADS": bad}) == 1
+    assert env({}) == 1
+    # BLAS's variables size BLAS's threads, not the kernels'
+    assert env({"OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "5", "MKL_NUM_THREADS": "7"}) == 1
 
 
-def test_a_fresh_process_reads_the_thread_variables():
+def test_a_fresh_process_reads_the_thread_variable():
     code = "import tensorlib.kernels as k; print(k.get_num_threads())"
-    env = {**os.environ, "OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True)
-    assert out.stdout.strip() == "3"
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}
+    env.pop("TENSORLIB_NUM_THREADS", None)
+    for value, expected in ((None, "1"), ("3", "3")):
+        if value is not None:
+            env["TENSORLIB_NUM_THREADS"] = value
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)
+        assert out.stdout.strip() == expected
 
 
 def test_set_num_threads_validates_and_returns_the_previous_count():

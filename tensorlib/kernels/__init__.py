@@ -23,10 +23,11 @@ Two kinds of kernel:
   ``decoder_step`` (one cached generation step of a Decoder on raw arrays, no graph).
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
-update, embedding's backward) split a large array's rows into contiguous blocks run at once
-on one small thread pool (``tensorlib.kernels.threads``), as many threads as
-``get_num_threads()`` says (the BLAS thread variables, or ``set_num_threads(n)``), with the
-same results, bit for bit, for any number of threads.
+update, embedding's backward) can split a large array's rows into contiguous blocks run at
+once on one small thread pool (``tensorlib.kernels.threads``), with the same results, bit for
+bit, for any number of threads. They run on the calling thread alone unless a program asks
+for more (``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
+measured, more threads made a training step slower.
 
 Kernels import nothing from the rest of tensorlib but its backend, so any module may use them.
 """

@@ -2,7 +2,8 @@
 
 numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, and only
 its BLAS calls use the other cores. numpy releases the GIL inside its loops, though, so two
-Python threads that each run the same passes over half of the rows keep two cores busy.
+Python threads that each run the same passes over half of the rows can share them out
+between two cores.
 ``for_row_blocks`` does that: it cuts ``range(rows)`` into contiguous blocks (two per
 thread), which the calling thread and the pool's workers take in turn until none is left.
 
@@ -15,12 +16,15 @@ checks them bit for bit at 1, 2 and 3 threads):
 - whatever combines rows (a loss's sum, a bias gradient, a finiteness check) is computed by
   the caller on the whole array after the blocks are done, on the calling thread.
 
-The pool's size comes from the same variables as BLAS's: the first one set of
-``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, else ``os.cpu_count()``;
-``set_num_threads(n)`` overrides it while the program runs (it does not change BLAS's
-threads). The pool starts at the first call that needs it, never in ``reference_mode()``,
-and never for arrays below ``MIN_PARALLEL_ELEMENTS`` elements, which run on the calling
-thread with no pool work at all.
+How many threads: one (the calling thread alone, no pool) unless a program asks for more,
+with ``set_num_threads(n)`` or the environment variable ``TENSORLIB_NUM_THREADS``. More is
+not the default because it did not pay where it was measured: on a 2-core machine whose
+numpy BLAS ran two threads, a Decoder training step took 2-10% longer with two kernel
+threads than with one (docs/performance.md, "Two threads for the elementwise kernels").
+OpenBLAS's idle worker keeps its core busy waiting for the next product, and two Python
+threads share one GIL between numpy's passes. The pool starts at the first call that needs
+it, never in ``reference_mode()``, and never for arrays below ``MIN_PARALLEL_ELEMENTS``
+elements, which run on the calling thread with no pool work at all.
 """
 
 from __future__ import annotations
@@ -39,11 +43,11 @@ from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.kernels.mode import enabled
 
-__all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLES", "cpu_elements",
+__all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu_elements",
            "for_row_blocks", "get_num_threads", "pool_size", "row_blocks", "row_sums",
            "set_num_threads", "shutdown", "threads_from_environment"]
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
 
 # Arrays with fewer elements than this stay on the calling thread, with no pool work at all.
 # A round trip through the pool (submit a no-op, wait for it) took 15 µs on the benchmark
@@ -66,15 +70,11 @@ _worker = threading.local()  # .active is True on the pool's own threads
 
 
 def threads_from_environment(environ: Mapping[str, str] | None = None) -> int:
-    """The thread count the environment asks for: the first of ``THREAD_VARIABLES`` that
-    holds a positive integer (for a list such as OpenMP's "4,2", its first entry), else
-    ``os.cpu_count()`` (1 if unknown)."""
+    """The thread count the environment asks for: ``TENSORLIB_NUM_THREADS`` when it holds a
+    positive integer, else 1."""
     environ = os.environ if environ is None else environ
-    for name in THREAD_VARIABLES:
-        value = environ.get(name, "").split(",")[0].strip()
-        if value.isdigit() and int(value) >= 1:
-            return int(value)
-    return os.cpu_count() or 1
+    value = environ.get(THREAD_VARIABLE, "").strip()
+    return int(value) if value.isdigit() and int(value) >= 1 else 1
 
 
 def get_num_threads() -> int:

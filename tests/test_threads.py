@@ -153,6 +153,22 @@ def test_for_row_blocks_runs_every_block_with_the_callers_errstate_and_raises_it
             threads.for_row_blocks(fill, 9, big)
 
 
+def test_for_cache_blocks_visits_every_slice_once_at_any_thread_count():
+    big = threads.MIN_PARALLEL_ELEMENTS
+    for count in THREAD_COUNTS:
+        with thread_count(count):
+            for size, block in ((10, 3), (9, 3), (1, 5), (0, 4)):
+                seen, lock = [], threading.Lock()
+
+                def visit(part, seen=seen, lock=lock):
+                    with lock:
+                        seen.append((part.start, part.stop))
+
+                threads.for_cache_blocks(visit, size, block, big)
+                expected = [(start, min(start + block, size)) for start in range(0, size, block)]
+                assert sorted(seen) == expected
+
+
 def test_blocks_that_no_worker_started_run_on_the_calling_thread(monkeypatch):
     class StalledPool:  # as if every core were busy: no worker ever starts a block
         def submit(self, *args):

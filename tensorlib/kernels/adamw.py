@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.threads import cpu_elements, for_row_blocks
+from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
 
 __all__ = ["adamw_step"]
 
@@ -111,10 +111,6 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
     epsilon, correction, lr, decay = (dtype(epsilon), dtype(correction), dtype(group["lr"]),
                                       dtype(decay))
 
-    def block(first: int, last: int) -> None:  # the cache blocks first .. last - 1
-        for start in range(first * chunk, min(last * chunk, size), chunk):
-            update(slice(start, min(start + chunk, size)))
-
     def update(part: slice) -> None:
         g, s, first, second = grads[part], scratch[part], staged_first[part], \
             staged_second[part]
@@ -135,7 +131,7 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
         v *= decay
         v -= s  # p·(1 - lr·wd) - (m / d)·correction·lr
 
-    for_row_blocks(block, -(-size // chunk), cpu_elements(values))
+    for_cache_blocks(update, size, chunk, cpu_elements(values))
 
 
 def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:

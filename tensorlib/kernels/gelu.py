@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.threads import cpu_elements, for_row_blocks
+from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
 
 __all__ = ["GELU32_P", "GELU32_R", "erf_float32", "gelu_float32", "polynomial"]
 
@@ -100,14 +100,12 @@ def gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
     k, coefficients = _gelu32_coefficients(GELU32_P, GELU32_R)
     block = _GELU32_BLOCK if xp is np else max(flat.size, 1)
 
-    def blocks(first: int, last: int) -> None:  # the cache blocks first .. last - 1
-        for start in range(first * block, min(last * block, flat.size), block):
-            part = slice(start, start + block)
-            _gelu_float32_block(flat[part], out[part], None if slope is None else slope[part],
-                                k, coefficients)
+    def part(piece: slice) -> None:
+        _gelu_float32_block(flat[piece], out[piece], None if slope is None else slope[piece],
+                            k, coefficients)
 
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        for_row_blocks(blocks, -(-flat.size // block), cpu_elements(flat))
+        for_cache_blocks(part, flat.size, block, cpu_elements(flat))
     out = out.reshape(x.shape)
     return out, (None if slope is None else slope.reshape(x.shape))
 

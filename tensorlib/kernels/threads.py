@@ -44,8 +44,8 @@ from tensorlib.backend import array_module
 from tensorlib.kernels.mode import enabled
 
 __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu_elements",
-           "for_row_blocks", "get_num_threads", "pool_size", "row_blocks", "row_sums",
-           "set_num_threads", "shutdown", "threads_from_environment"]
+           "for_cache_blocks", "for_row_blocks", "get_num_threads", "pool_size", "row_blocks",
+           "row_sums", "set_num_threads", "shutdown", "threads_from_environment"]
 
 THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
 
@@ -171,6 +171,24 @@ def for_row_blocks(function: Callable[[int, int], Any], rows: int,
     if errors:
         raise errors[0]
     return results
+
+
+def for_cache_blocks(function: Callable[[slice], Any], size: int, block: int,
+                     elements: int) -> None:
+    """Call ``function(part)`` on the consecutive slices ``part`` of ``range(size)``, each
+    ``block`` entries long (the last one shorter), the slices shared out in contiguous runs
+    by ``for_row_blocks(..., elements)``.
+
+    For elementwise kernels that make many passes over a long flat array: a slice small
+    enough to stay in the CPU's cache takes all the passes before the next one begins.
+    ``block`` is at least 1; ``size`` 0 calls nothing.
+    """
+    def run(first: int, last: int) -> None:  # the slices first .. last - 1
+        for start in range(first * block, min(last * block, size), block):
+            function(slice(start, min(start + block, size)))
+
+    if size:
+        for_row_blocks(run, -(-size // block), elements)
 
 
 def row_sums(a: Any) -> Any:

@@ -37,3 +37,19 @@ def assert_same_adamw_run(parameters_a, optimizer_a, parameters_b, optimizer_b, 
         assert e["step"] == f["step"] == steps
         np.testing.assert_array_equal(e["first_moment"], f["first_moment"])
         np.testing.assert_array_equal(e["second_moment"], f["second_moment"])
+
+
+def train_recording(model, optimizer, batches):
+    """One optimizer step of ``model.loss`` per batch of token ids ``(B, T + 1)`` (inputs
+    ``[:, :-1]``, targets ``[:, 1:]``): every loss, as a float, and the first step's
+    gradients by parameter name."""
+    losses, first_grads = [], None
+    for tokens in batches:
+        optimizer.zero_grad()
+        loss = model.loss(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        if first_grads is None:
+            first_grads = {name: p.grad.copy() for name, p in model.named_parameters()}
+        losses.append(loss.item())
+        optimizer.step()
+    return losses, first_grads

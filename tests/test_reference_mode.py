@@ -26,7 +26,7 @@ from tensorlib import Rng
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW
 
-from helpers import perturb_constants
+from helpers import perturb_constants, train_recording
 
 TOLERANCES = {np.float64: {"rtol": 1e-12, "atol": 1e-14},
               np.float32: {"rtol": 1e-5, "atol": 2e-6}}
@@ -41,16 +41,8 @@ def run(dtype, reference: bool, steps: int = 3):
     model = perturb_constants(Decoder(CONFIG, rng=Rng(0), dtype=dtype))
     optimizer = AdamW(model, lr=1e-2, eps=1e-6, max_grad_norm=1.0)
     data = Rng(1).integers(0, CONFIG.vocabulary_size, size=(steps, 4, CONFIG.context_length + 1))
-    losses, first_grads = [], None
     with tl.reference_mode(reference):
-        for batch in data:
-            optimizer.zero_grad()
-            loss = model.loss(batch[:, :-1], batch[:, 1:])
-            loss.backward()
-            if first_grads is None:
-                first_grads = {name: p.grad.copy() for name, p in model.named_parameters()}
-            losses.append(loss.item())
-            optimizer.step()
+        losses, first_grads = train_recording(model, optimizer, data)
         prompt = data[0, :, :3]
         cached = model.generate(prompt, 5, top_k=1, rng=Rng(2))
         full = model.generate(prompt, 5, top_k=1, rng=Rng(2), use_cache=False)

@@ -22,6 +22,8 @@ from tensorlib.kernels import threads
 from tensorlib.nn import Decoder, DecoderConfig, Parameter
 from tensorlib.optim import AdamW
 
+from helpers import train_recording
+
 THREAD_COUNTS = (1, 2, 3)
 
 
@@ -315,15 +317,7 @@ def train_steps(config, batch, steps, dtype=np.float32):
     optimizer = AdamW(model, lr=1e-2, weight_decay=0.1, max_grad_norm=1.0)
     data = Rng(1).integers(0, config.vocabulary_size,
                            size=(steps, batch, config.context_length + 1))
-    losses, first_grads = [], None
-    for tokens in data:
-        optimizer.zero_grad()
-        loss = model.loss(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
-        if first_grads is None:
-            first_grads = {name: p.grad.copy() for name, p in model.named_parameters()}
-        losses.append(loss.data.copy())
-        optimizer.step()
+    losses, first_grads = train_recording(model, optimizer, data)
     with tl.no_grad():
         logits = model(data[0, :, :-1]).data
     parameters = {name: p.data.copy() for name, p in model.named_parameters()}

@@ -57,7 +57,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-torch", action="store_true", help="time tensorlib alone")
     parser.add_argument("--kernel-threads", type=int, metavar="N",
                         help="threads of tensorlib's elementwise kernels "
-                             "(kernels.set_num_threads; default: the thread count)")
+                             "(kernels.set_num_threads; default: tensorlib's own, 1 unless "
+                             "TENSORLIB_NUM_THREADS says otherwise)")
     parser.add_argument("--no-trim", action="store_true",
                         help="keep freed memory in the process (glibc), for both libraries")
     parser.add_argument("--json", metavar="PATH", help="also write every figure to PATH")

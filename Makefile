@@ -42,9 +42,16 @@ test-browser: setup chromium
 lint: setup
 	$(BIN)/ruff check .
 
+# Every core: a pytest-xdist worker per core (-n auto), each notebook's cells kept together on
+# one worker (--dist loadfile, in the order conftest.py sets), one BLAS thread per worker so that
+# the workers do not compete for the cores. nbval's settings (sanitize rules, drawings) live in
+# conftest.py, so `pytest --nbval notebooks/` checks the same way.
+TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
+
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks --nbval --nbval-current-env -q
 
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py

@@ -1,0 +1,45 @@
+"""pytest settings for the whole project: the unit tests in ``tests/`` and nbval's runs of the
+workbook, so that ``pytest --nbval notebooks/`` (or one notebook) checks what ``make test``
+checks.
+
+nbval compares every output of every notebook strictly, with two project settings:
+
+- What truly varies from run to run (step timings, progress-bar rates) is rewritten by the
+  regular expressions in ``tests/nbval_sanitize.cfg`` before comparing. They apply unless
+  ``--nbval-sanitize-with`` names another file.
+- Graphviz drawings are SVG whose coordinates vary with the installed graphviz version, so
+  their ``image/svg+xml`` output is not compared; the DOT source behind every drawing is
+  tested exactly (and for determinism) in ``tests/test_viz_graph.py``.
+
+With pytest-xdist (``make test`` runs ``-n auto --dist loadfile``), each notebook's cells stay
+on one worker, in order, in one kernel. The notebooks are collected first: they are the long
+units of work, and the many short test files then fill the workers' remaining time.
+"""
+
+from pathlib import Path
+
+import pytest
+
+SANITIZE_FILE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.option
+    if getattr(option, "nbval_sanitize_with", "absent") is None:
+        option.nbval_sanitize_with = str(SANITIZE_FILE)
+
+
+def is_notebook_cell(item: pytest.Item) -> bool:
+    return item.path.suffix == ".ipynb"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not is_notebook_cell(item):
+            continue
+        notebook = item.parent
+        skip = getattr(notebook, "skip_compare", None)
+        if skip is not None and "image/svg+xml" not in skip:
+            notebook.skip_compare = (*skip, "image/svg+xml")
+    # A stable sort: notebooks before test files, each group in its collected order.
+    items.sort(key=lambda item: not is_notebook_cell(item))

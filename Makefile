@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab reads settings overrides from the environment it runs in (never the user's home).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test test-browser lint bench graphviz chromium clean
+.PHONY: setup lab test test-torch test-browser lint bench graphviz chromium clean
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
@@ -52,6 +52,14 @@ PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 test: setup
 	$(BIN)/ruff check .
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks --nbval --nbval-current-env -q
+
+# The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
+# installs the optional torch extra, then runs every unit test (but the browser test, which reads
+# only the stored notebooks) and the notebooks that import torch.
+test-torch: setup
+	$(BIN)/python -m pip install --quiet -e ".[torch]"
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests --ignore tests/test_browser.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py

@@ -11,6 +11,9 @@ nbval compares every output of every notebook strictly, with two project setting
   their ``image/svg+xml`` output is not compared; the DOT source behind every drawing is
   tested exactly (and for determinism) in ``tests/test_viz_graph.py``.
 
+The cells of a notebook that imports PyTorch carry the ``torch`` marker, so that
+``pytest --nbval -m torch notebooks`` runs just those notebooks (``make test-torch``).
+
 With pytest-xdist (``make test`` runs ``-n auto --dist loadfile``), each notebook's cells stay
 on one worker, in order, in one kernel. The notebooks are collected first: they are the long
 units of work, and the many short test files then fill the workers' remaining time.
@@ -33,6 +36,15 @@ def is_notebook_cell(item: pytest.Item) -> bool:
     return item.path.suffix == ".ipynb"
 
 
+def imports_torch(notebook: pytest.Collector) -> bool:
+    """Whether a code cell of the notebook imports PyTorch (its cells then show PyTorch's
+    own results where it is installed, and say they skip where it is not)."""
+    cells = getattr(notebook, "nb", {"cells": []})["cells"]
+    return any(cell["cell_type"] == "code" and "import torch" in cell["source"]
+               for cell in cells)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not is_notebook_cell(item):
@@ -41,5 +53,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         skip = getattr(notebook, "skip_compare", None)
         if skip is not None and "image/svg+xml" not in skip:
             notebook.skip_compare = (*skip, "image/svg+xml")
+        # Every cell, so that `-m torch` runs such a notebook whole, top to bottom.
+        if imports_torch(notebook):
+            item.add_marker(pytest.mark.torch)
     # A stable sort: notebooks before test files, each group in its collected order.
     items.sort(key=lambda item: not is_notebook_cell(item))

@@ -99,10 +99,12 @@ def student_notebook(solutions: nbformat.NotebookNode) -> nbformat.NotebookNode:
     cells = []
     for cell in solutions.cells:
         if cell.cell_type == "code":
-            cells.append(nbformat.v4.new_code_cell(student_source(cell),
-                                                   metadata=dict(cell.metadata)))
+            student = nbformat.v4.new_code_cell(student_source(cell), metadata=dict(cell.metadata))
         else:
-            cells.append(nbformat.v4.new_markdown_cell(cell.source, metadata=dict(cell.metadata)))
+            student = nbformat.v4.new_markdown_cell(cell.source, metadata=dict(cell.metadata))
+        if "id" in cell:  # the same cell ids as the teacher's copy, so a release diffs cleanly
+            student.id = cell.id
+        cells.append(student)
     return nbformat.v4.new_notebook(cells=cells, metadata=solutions.metadata)
 
 

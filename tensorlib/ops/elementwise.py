@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy import special
-
 from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
@@ -81,7 +79,11 @@ def _floating(a: Any) -> Any:
 def _sigmoid(a: Any) -> Any:
     """1 / (1 + e^-a) without overflow: scipy's expit, or the tanh identity on a GPU."""
     xp = array_module(a)
-    return special.expit(a) if xp.__name__ == "numpy" else 0.5 * (1.0 + xp.tanh(0.5 * a))
+    if xp.__name__ == "numpy":
+        from scipy import special  # on first use: importing it is half of tensorlib's import
+
+        return special.expit(a)
+    return 0.5 * (1.0 + xp.tanh(0.5 * a))
 
 
 class Tanh(Function):
@@ -217,6 +219,8 @@ def _erf(a: Any) -> Any:
     """The exact erf: scipy's, or CuPy's on a GPU."""
     xp = array_module(a)
     if xp.__name__ == "numpy":
+        from scipy import special  # on first use, as in _sigmoid
+
         return special.erf(a)
     import cupyx.scipy.special as cupy_special  # type: ignore[import-not-found]
 

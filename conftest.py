@@ -15,8 +15,7 @@ The cells of a notebook that imports PyTorch carry the ``torch`` marker, so that
 ``pytest --nbval -m torch notebooks`` runs just those notebooks (``make test-torch``).
 
 With pytest-xdist (``make test`` runs ``-n auto --dist loadfile``), each notebook's cells stay
-on one worker, in order, in one kernel. The notebooks are collected first: they are the long
-units of work, and the many short test files then fill the workers' remaining time.
+on one worker, in order, in one kernel, and the long units of work are handed out first.
 """
 
 from pathlib import Path
@@ -56,5 +55,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         # Every cell, so that `-m torch` runs such a notebook whole, top to bottom.
         if imports_torch(notebook):
             item.add_marker(pytest.mark.torch)
-    # A stable sort: notebooks before test files, each group in its collected order.
-    items.sort(key=lambda item: not is_notebook_cell(item))
+    # The longest units of work first, so that the short ones fill the workers at the end: the
+    # tests marked slow (the browser test's JupyterLab session), then the notebooks, then the
+    # other test files, each group in its collected order (a stable sort).
+    items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else
+               1 if is_notebook_cell(item) else 2)

@@ -1,15 +1,19 @@
-"""The tensorlib command line: train a small GPT on US census names and sample from it.
+"""The tensorlib command line: train a small GPT on US census names and sample from it, and
+show a learner's progress through the workbook.
 
     python -m tensorlib train-names [--steps 1500] [--output runs/names] [...]
     python -m tensorlib sample-names --checkpoint runs/names/checkpoint.tlckpt [--count 20]
+    python -m tensorlib progress [notebooks]
 
 ``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), trains the
 ``tensorlib.nn.Decoder`` on the training names with AdamW, a warm-up + cosine schedule and
 gradient clipping, compares its loss with the count-based bigram baseline on the same
 windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state, or the parameters
 only with ``--weights-only``), ``config.json`` and ``loss_curve.png`` into the output folder,
-and prints sampled names. ``sample-names`` loads such a run and prints new names. Bad
-options and unreadable files print one ``error:`` line and exit with status 2.
+and prints sampled names. ``sample-names`` loads such a run and prints new names.
+``progress`` prints, notebook by notebook, which core pieces and exercises are done, as their
+check cells last recorded (``tensorlib.exercises``). Bad options and unreadable files print
+one ``error:`` line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import checkpoint
+from tensorlib import checkpoint, exercises
 from tensorlib.baselines import BigramModel
 from tensorlib.data import (
     NAME_KINDS,
@@ -106,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tensorlib",
         description="tensorlib's command line: train a character-level GPT on US census "
-                    "names, and sample names from a trained run.")
+                    "names, sample names from a trained run, and show your progress through "
+                    "the workbook.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     trainer = commands.add_parser(
@@ -167,6 +172,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="sampling seed (default: the run's seed, which repeats the "
                               "names train-names printed)")
     sampler.set_defaults(handler=sample_names_command)
+
+    progress = commands.add_parser(
+        "progress", help="which workbook pieces and exercises are done",
+        description="Print, notebook by notebook, which core pieces and exercises are done, "
+                    "as their check cells last recorded them (in .progress/ beside the "
+                    "notebooks).")
+    progress.add_argument("folder", type=Path, nargs="?", default=None,
+                          help="the notebooks' folder (default: notebooks/ if there is one "
+                               "here, else this folder)")
+    progress.set_defaults(handler=progress_command)
     return parser
 
 
@@ -477,6 +492,39 @@ def sample_names_command(args: argparse.Namespace) -> int:
               f"{top_k}):"
     if samples:
         _print_samples(samples, known, heading)
+    return 0
+
+
+# ================================================================================= progress
+def progress_command(args: argparse.Namespace) -> int:
+    folder = args.folder
+    if folder is None:
+        folder = Path("notebooks") if Path("notebooks").is_dir() else Path(".")
+    if not folder.is_dir():
+        raise CommandError(f"{folder} is not a folder")
+    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        raise CommandError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
+    print(f"progress in {folder}/ (as each check cell last reported):")
+    for notebook in notebooks:
+        path = folder / exercises.PROGRESS_FOLDER / f"{notebook}.json"
+        if not path.exists():
+            print(f"{notebook}: no check run yet")
+            continue
+        try:
+            checks = exercises.read_progress(path)
+            rows = [(name, entry["kind"], entry["status"]) for name, entry in checks.items()]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            print(f"{notebook}: its progress file is unreadable (run its check cells again)")
+            continue
+        counts = []
+        for kind, label in (("piece", "core pieces"), ("exercise", "exercises")):
+            of_kind = [status for _, k, status in rows if k == kind]
+            if of_kind:
+                counts.append(f"{label} {of_kind.count('done')} of {len(of_kind)} done")
+        print(f"{notebook}: {', '.join(counts) or 'no checks'}")
+        for name, kind, status in rows:
+            print(f"    {status:13s} {kind:9s} {name}")
     return 0
 
 

@@ -14,19 +14,32 @@ stops it too, and ``NotImplementedError`` (what an unsolved stub raises) is repo
 "not done yet" rather than as an error. Nothing is raised out of a case, so an unsolved
 notebook runs to the end and shows what is left to do; the grading version of a check cell
 adds ``assert passed`` (inside nbgrader's hidden-test markers).
+
+The core pieces a notebook has the learner write (``Value``, the training loop, attention...)
+are checked the same way, with ``Checker(name, piece=True)``; :meth:`Checker.use` then hands
+the cells below the learner's piece when its check passed and the package's otherwise, so a
+notebook runs top to bottom whatever is done. After :func:`record_progress`, every report is
+also written to ``.progress/<notebook>.json`` beside the notebook, and
+``python -m tensorlib progress`` prints what is done, notebook by notebook.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from tensorlib.tensor import Tensor
 
-__all__ = ["Checker"]
+__all__ = ["Checker", "record_progress", "read_progress", "PROGRESS_FOLDER"]
+
+PROGRESS_FOLDER = ".progress"  # beside the notebooks; hidden in JupyterLab's file browser
+Piece = TypeVar("Piece")
 
 
 def _array(value: Any) -> np.ndarray:
@@ -49,10 +62,14 @@ def _shown(value: Any) -> str:
 
 
 class Checker:
-    """Collects the cases of one exercise and reports them (see the module docstring)."""
+    """Collects the cases of one exercise, or of one core piece (``piece=True``), and reports
+    them (see the module docstring)."""
 
-    def __init__(self, exercise: str) -> None:
+    def __init__(self, exercise: str, piece: bool = False) -> None:
+        if not isinstance(exercise, str) or not exercise.strip():
+            raise ValueError(f"a check needs a name, got {exercise!r}")
         self.exercise = exercise
+        self.piece = bool(piece)
         self.results: list[tuple[str, str, str | None]] = []  # (case, outcome, detail)
 
     @contextmanager
@@ -105,18 +122,82 @@ class Checker:
         """True when there is at least one case and every case is right."""
         return bool(self.results) and all(outcome == "right" for _, outcome, _ in self.results)
 
-    def report(self) -> bool:
-        """Print what is right and what is not; return :attr:`passed`."""
-        right = sum(outcome == "right" for _, outcome, _ in self.results)
+    @property
+    def status(self) -> str:
+        """"done" (every case right), "not started" (every case hit a stub) or "started"."""
         if self.passed:
-            print(f"{self.exercise}: all {right} cases right.")
-            return True
+            return "done"
         if all(outcome == "not done" for _, outcome, _ in self.results):
+            return "not started"
+        return "started"
+
+    def report(self) -> bool:
+        """Print what is right and what is not, record it (see :func:`record_progress`), and
+        return :attr:`passed`."""
+        right = sum(outcome == "right" for _, outcome, _ in self.results)
+        if self.status == "done":
+            print(f"{self.exercise}: all {right} cases right." if right > 1
+                  else f"{self.exercise}: its one case is right.")
+        elif self.status == "not started":
             print(f"{self.exercise}: not done yet. Replace the line "
                   "`raise NotImplementedError()` with your code, run that cell, then this one.")
-            return False
-        print(f"{self.exercise}: {right} of {len(self.results)} cases right.")
-        for description, outcome, detail in self.results:
-            mark = {"right": "right", "wrong": "WRONG", "not done": "not done yet"}[outcome]
-            print(f"  {mark}: {description}" + (f"\n    {detail}" if detail else ""))
-        return False
+        else:
+            print(f"{self.exercise}: {right} of {len(self.results)} cases right.")
+            for description, outcome, detail in self.results:
+                mark = {"right": "right", "wrong": "WRONG", "not done": "not done yet"}[outcome]
+                print(f"  {mark}: {description}" + (f"\n    {detail}" if detail else ""))
+        _record(self)
+        return self.passed
+
+    def use(self, yours: Piece, package: Piece, name: str) -> Piece:
+        """``yours`` if this check passed, else ``package``, saying which in one line: the
+        safety net that lets the cells below run whatever is done."""
+        if self.passed:
+            print(f"From here on the notebook uses your {name}.")
+            return yours
+        print(f"Your {name} is not done yet, so from here on the notebook uses tensorlib's.")
+        return package
+
+
+# ---------------------------------------------------------------------------------- progress
+_recording: dict[str, Path] = {}  # "file": where this kernel's checks are recorded
+
+
+def record_progress(notebook: str, folder: str | os.PathLike[str] = ".") -> Path:
+    """Record every check reported from now on in ``folder/.progress/<notebook>.json`` (a
+    notebook's first exercise cell calls it with its own name; the folder is the notebook's).
+    Returns that file's path."""
+    if not isinstance(notebook, str) or not notebook or any(c in notebook for c in "/\\"):
+        raise ValueError(f"notebook must be a file name without folders, got {notebook!r}")
+    path = Path(folder) / PROGRESS_FOLDER / f"{notebook}.json"
+    _recording["file"] = path
+    return path
+
+
+def read_progress(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
+    """A progress file's checks, in the order first reported: name -> {"kind", "status"}."""
+    with open(path, encoding="utf-8") as handle:
+        checks = json.load(handle).get("checks", {})
+    if not isinstance(checks, dict):
+        raise ValueError(f"{path}: 'checks' is not an object")
+    return checks
+
+
+def _record(checker: Checker) -> None:
+    path = _recording.get("file")
+    if path is None:
+        return
+    try:
+        checks = read_progress(path) if path.exists() else {}
+    except (OSError, ValueError):  # a damaged file is started afresh
+        checks = {}
+    checks[checker.exercise] = {"kind": "piece" if checker.piece else "exercise",
+                                "status": checker.status}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(json.dumps({"notebook": path.stem, "checks": checks}, indent=1),
+                             encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:  # a read-only folder must not fail the check
+        print(f"(progress not recorded: {error})")

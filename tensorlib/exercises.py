@@ -149,13 +149,18 @@ class Checker:
         _record(self)
         return self.passed
 
-    def use(self, yours: Piece, package: Piece, name: str) -> Piece:
-        """``yours`` if this check passed, else ``package``, saying which in one line: the
-        safety net that lets the cells below run whatever is done."""
-        if self.passed:
+    def use(self, yours: Piece, package: Piece, name: str, given: bool = True) -> Piece:
+        """``yours`` if this check passed (and ``given``: the checks of the pieces it is built
+        on passed too), else ``package``, saying which in one line: the safety net that lets
+        the cells below run whatever is done."""
+        if self.passed and given:
             print(f"From here on the notebook uses your {name}.")
             return yours
-        print(f"Your {name} is not done yet, so from here on the notebook uses tensorlib's.")
+        if self.passed:
+            print(f"Your {name} passed its check, but a piece it is built on did not, so from "
+                  "here on the notebook uses tensorlib's.")
+        else:
+            print(f"Your {name} is not done yet, so from here on the notebook uses tensorlib's.")
         return package
 
 

@@ -23,13 +23,19 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
-ALL_RIGHT = re.compile(r"^Exercise [^\n]*: (all \d+ cases right|its one case is right)\.$",
-                       re.MULTILINE)
+ALL_RIGHT = re.compile(r"^[^\n]+: (all \d+ cases right|its one case is right)\.$", re.MULTILINE)
+NOT_DONE = re.compile(r"^[^\n]+: not done yet\. ", re.MULTILINE)
 
 
 def check_cells(notebook):
+    """The graded cells: the core pieces' checks (grade ids pcNN-...) and the exercises'
+    (exNN-...), in order."""
     return [cell for cell in notebook.cells
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+def is_exercise(cell):
+    return cell.metadata["nbgrader"]["grade_id"].startswith("ex")
 
 
 def printed(cell):
@@ -52,7 +58,9 @@ def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
     solutions = nbformat.read(path, as_version=4)
     learner = nbformat.read(workbook.learner_notebook(path), as_version=4)
     solved, stubbed = check_cells(solutions), check_cells(learner)
-    assert 2 <= len(solved) <= 4, f"{path.name}: {len(solved)} exercises, not 2-4"
+    exercises = [cell for cell in solved if is_exercise(cell)]
+    assert 2 <= len(exercises) <= 4, f"{path.name}: {len(exercises)} exercises, not 2-4"
+    assert all(cell.metadata["nbgrader"]["grade_id"].startswith(("ex", "pc")) for cell in solved)
     assert len(stubbed) == len(solved)
     solution_cells = [cell for cell in solutions.cells
                       if cell.metadata.get("nbgrader", {}).get("solution")]
@@ -65,8 +73,11 @@ def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
         assert "assert passed" in solved_cell.source  # the grading line, hidden from learners
         assert "assert passed" not in stubbed_cell.source
         learner_says = printed(stubbed_cell)
-        assert learner_says.startswith("Exercise ") and not ALL_RIGHT.search(learner_says), \
+        assert NOT_DONE.match(learner_says) and not ALL_RIGHT.search(learner_says), \
             (grade_id, learner_says)
+        if not is_exercise(solved_cell):  # a core piece: the safety net's line follows
+            assert "From here on the notebook uses your" in printed(solved_cell), grade_id
+            assert "from here on the notebook uses tensorlib's" in learner_says, grade_id
         assert not stubbed_cell.get("outputs") or all(
             output.get("output_type") != "error" for output in stubbed_cell.outputs)
 
@@ -147,6 +158,7 @@ def test_use_hands_on_the_learners_piece_only_when_its_check_passed(capsys):
     with right.case("2 + 3"):
         right.equal(2 + 3, 5)
     assert right.use("mine", Package, "Value") == "mine"
+    assert right.use("mine", Package, "Value", given=False) is Package  # an earlier piece
     stub = Checker("Value: backward", piece=True)
     with stub.case("the worked example"):
         raise NotImplementedError()
@@ -158,7 +170,9 @@ def test_use_hands_on_the_learners_piece_only_when_its_check_passed(capsys):
     assert Checker("nothing checked").use("mine", Package, "x") is Package
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "From here on the notebook uses your Value."
-    assert lines[1] == ("Your backward is not done yet, so from here on the notebook uses "
+    assert lines[1] == ("Your Value passed its check, but a piece it is built on did not, so "
+                        "from here on the notebook uses tensorlib's.")
+    assert lines[2] == ("Your backward is not done yet, so from here on the notebook uses "
                         "tensorlib's.")
     with pytest.raises(ValueError, match="needs a name"):
         Checker("  ")

@@ -149,18 +149,20 @@ class Checker:
         _record(self)
         return self.passed
 
-    def use(self, yours: Piece, package: Piece, name: str, given: bool = True) -> Piece:
+    def use(self, yours: Piece, package: Piece, name: str, given: bool = True,
+            package_name: str = "tensorlib's") -> Piece:
         """``yours`` if this check passed (and ``given``: the checks of the pieces it is built
         on passed too), else ``package``, saying which in one line: the safety net that lets
-        the cells below run whatever is done."""
+        the cells below run whatever is done. ``package_name`` says whose ``package`` is."""
         if self.passed and given:
             print(f"From here on the notebook uses your {name}.")
             return yours
         if self.passed:
             print(f"Your {name} passed its check, but a piece it is built on did not, so from "
-                  "here on the notebook uses tensorlib's.")
+                  f"here on the notebook uses {package_name}.")
         else:
-            print(f"Your {name} is not done yet, so from here on the notebook uses tensorlib's.")
+            print(f"Your {name}: not done yet, so from here on the notebook uses "
+                  f"{package_name}.")
         return package
 
 

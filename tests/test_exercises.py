@@ -77,7 +77,7 @@ def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
             (grade_id, learner_says)
         if not is_exercise(solved_cell):  # a core piece: the safety net's line follows
             assert "From here on the notebook uses your" in printed(solved_cell), grade_id
-            assert "from here on the notebook uses tensorlib's" in learner_says, grade_id
+            assert "not done yet, so from here on the notebook uses " in learner_says, grade_id
         assert not stubbed_cell.get("outputs") or all(
             output.get("output_type") != "error" for output in stubbed_cell.outputs)
 
@@ -168,12 +168,15 @@ def test_use_hands_on_the_learners_piece_only_when_its_check_passed(capsys):
     assert stub.use("mine", Package, "backward") is Package
     assert wrong.use("mine", Package, "tanh") is Package
     assert Checker("nothing checked").use("mine", Package, "x") is Package
+    assert stub.use("mine", "reference", "step", package_name="the check's own") == "reference"
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "From here on the notebook uses your Value."
     assert lines[1] == ("Your Value passed its check, but a piece it is built on did not, so "
                         "from here on the notebook uses tensorlib's.")
-    assert lines[2] == ("Your backward is not done yet, so from here on the notebook uses "
+    assert lines[2] == ("Your backward: not done yet, so from here on the notebook uses "
                         "tensorlib's.")
+    assert lines[-1] == ("Your step: not done yet, so from here on the notebook uses the "
+                         "check's own.")
     with pytest.raises(ValueError, match="needs a name"):
         Checker("  ")
 

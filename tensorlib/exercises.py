@@ -170,15 +170,13 @@ class Checker:
 _recording: dict[str, Path] = {}  # "file": where this kernel's checks are recorded
 
 
-def record_progress(notebook: str, folder: str | os.PathLike[str] = ".") -> Path:
+def record_progress(notebook: str, folder: str | os.PathLike[str] = ".") -> None:
     """Record every check reported from now on in ``folder/.progress/<notebook>.json`` (a
-    notebook's first exercise cell calls it with its own name; the folder is the notebook's).
-    Returns that file's path."""
+    notebook's first cell calls it with its own name; the folder is the notebook's). Returns
+    None, so that a notebook cell ending with it shows nothing."""
     if not isinstance(notebook, str) or not notebook or any(c in notebook for c in "/\\"):
         raise ValueError(f"notebook must be a file name without folders, got {notebook!r}")
-    path = Path(folder) / PROGRESS_FOLDER / f"{notebook}.json"
-    _recording["file"] = path
-    return path
+    _recording["file"] = Path(folder) / PROGRESS_FOLDER / f"{notebook}.json"
 
 
 def read_progress(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:

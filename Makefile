@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab reads settings overrides from the environment it runs in (never the user's home).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test test-torch test-browser lint bench graphviz chromium clean
+.PHONY: setup lab test test-torch test-nbgrader test-browser lint bench graphviz chromium clean
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
@@ -60,6 +60,13 @@ test-torch: setup
 	$(BIN)/python -m pip install --quiet -e ".[torch]"
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests --ignore tests/test_browser.py -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
+
+# The teacher's copies through nbgrader itself (the optional nbgrader extra, installed with the
+# pinned versions kept): its release is the learner's workbook, its autograder gives the
+# teacher's copy full marks and the learner's none. nbgrader's commands call alembic: bin/ on PATH.
+test-nbgrader: setup
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[nbgrader]"
+	PATH="$(abspath $(BIN)):$$PATH" $(TEST_THREADS) $(BIN)/python -m pytest tests/test_nbgrader.py -q
 
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py

@@ -45,15 +45,18 @@ def imports_torch(notebook: pytest.Collector) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    torch_notebooks: dict[pytest.Collector, bool] = {}  # each notebook read once
     for item in items:
         if not is_notebook_cell(item):
             continue
         notebook = item.parent
-        skip = getattr(notebook, "skip_compare", None)
-        if skip is not None and "image/svg+xml" not in skip:
-            notebook.skip_compare = (*skip, "image/svg+xml")
+        if notebook not in torch_notebooks:
+            torch_notebooks[notebook] = imports_torch(notebook)
+            skip = getattr(notebook, "skip_compare", None)
+            if skip is not None and "image/svg+xml" not in skip:
+                notebook.skip_compare = (*skip, "image/svg+xml")
         # Every cell, so that `-m torch` runs such a notebook whole, top to bottom.
-        if imports_torch(notebook):
+        if torch_notebooks[notebook]:
             item.add_marker(pytest.mark.torch)
     # The longest units of work first, so that the short ones fill the workers at the end: the
     # tests marked slow (the browser test's JupyterLab session), then the notebooks, then the

@@ -161,8 +161,8 @@ class Checker:
             print(f"Your {name} passed its check, but a piece it is built on did not, so from "
                   f"here on the notebook uses {package_name}.")
         else:
-            print(f"Your {name}: not done yet, so from here on the notebook uses "
-                  f"{package_name}.")
+            state = "not done yet" if self.status == "not started" else "not right yet"
+            print(f"Your {name}: {state}, so from here on the notebook uses {package_name}.")
         return package
 
 

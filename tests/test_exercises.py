@@ -175,6 +175,8 @@ def test_use_hands_on_the_learners_piece_only_when_its_check_passed(capsys):
                         "from here on the notebook uses tensorlib's.")
     assert lines[2] == ("Your backward: not done yet, so from here on the notebook uses "
                         "tensorlib's.")
+    assert lines[3] == ("Your tanh: not right yet, so from here on the notebook uses "
+                        "tensorlib's.")
     assert lines[-1] == ("Your step: not done yet, so from here on the notebook uses the "
                          "check's own.")
     with pytest.raises(ValueError, match="needs a name"):

@@ -54,10 +54,10 @@ test: setup
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks --nbval --nbval-current-env -q
 
 # The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
-# installs the optional torch extra, then runs every unit test (but the browser test, which reads
-# only the stored notebooks) and the notebooks that import torch.
+# installs the optional torch extra (the pinned versions kept), then runs every unit test (but
+# the browser test, which reads only the stored notebooks) and the notebooks that import torch.
 test-torch: setup
-	$(BIN)/python -m pip install --quiet -e ".[torch]"
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests --ignore tests/test_browser.py -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 

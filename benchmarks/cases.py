@@ -212,11 +212,17 @@ def time_library(library: str, args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def check_losses(steps: int = 3) -> list[str]:
-    """The first losses of both libraries from the same weights and batches (run once, apart
-    from the timing processes); SystemExit when they disagree."""
+def check_losses(cases: list[str], steps: int = 3) -> list[str]:
+    """The first losses of both libraries from the same weights and batches, for the training
+    cases among ``cases`` ((a) also for (d), (e) and (f), which use its model); run once, apart
+    from the timing processes. SystemExit when they disagree."""
+    checked = {case for case in cases if case in TRAINING_CASES}
+    if not {"d", "e", "f"}.isdisjoint(cases):
+        checked.add("a")
     lines = []
     for case, (kind, batch) in TRAINING_CASES.items():
+        if case not in checked:
+            continue
         ours, theirs = training_step("tensorlib", kind, batch), training_step("torch", kind, batch)
         a = np.array([ours() for _ in range(steps)])
         b = np.array([theirs() for _ in range(steps)])
@@ -293,7 +299,7 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
         result = {"timings": time_library("torch", args)}
     else:
         result = {"machine": describe_machine(threads, args.kernel_threads),
-                  "checks": [] if torch is None or args.no_torch else check_losses()}
+                  "checks": [] if torch is None or args.no_torch else check_losses(args.cases)}
         if "e" in args.cases:
             result["memory"] = memory_case()
     print(json.dumps(result), flush=True)

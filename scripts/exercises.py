@@ -139,6 +139,9 @@ def mismatches() -> list[str]:
             if (have.cell_type, have.source) != (want.cell_type, want.source):
                 problems.append(f"{target.name}: cell {index} differs from the student "
                                 f"version of solutions/{solutions_path.name}")
+            elif have.get("id") != want.get("id"):  # nbgrader and the progress file match by id
+                problems.append(f"{target.name}: cell {index} has id {have.get('id')!r}, its "
+                                f"teacher's cell {want.get('id')!r}")
     return problems
 
 

@@ -7,10 +7,13 @@ none is wider than its output area (neither as drawn nor at its own display widt
 output shows stderr, an error, or a drawing's text stand-in (``<Drawing '...'>``). Outputs are
 named "cell i output j": positions in the file from 0, consecutive stream outputs counting as
 one, as JupyterLab shows them. Opening a notebook starts its kernel; it is shut down after.
+Two more checks run cells as a user does: a training cell's live progress bar, and two learner
+notebooks run cell by cell up to their first core piece's check (the stub, the check's
+message and the fallback line).
 
 Needs Chromium and the ``playwright`` package; without them the test is skipped (it fails
 instead when ``TENSORLIB_REQUIRE_BROWSER=1``). ``TENSORLIB_BROWSER_SCREENSHOTS=DIR`` saves a
-screenshot of each notebook and of each picture there.
+screenshot of each notebook, of each picture, and of each learner run's stub and check there.
 """
 
 from __future__ import annotations
@@ -568,3 +571,126 @@ def test_training_shows_a_live_progress_bar_in_jupyterlab(jupyterlab, chromium_b
               f"training, on stdout, ending at 100%", flush=True)
     if problems:
         pytest.fail("\n".join(sorted(set(problems))[:10]), pytrace=False)
+
+
+# The learner's first core piece in two notebooks: (notebook, grade id of its stub and check).
+LEARNER_PIECES = [("01_scalar_autograd", "pc01-ops"), ("12_names_counts_to_mlp", "pc12-tokenizer")]
+
+# Runs in the page: cell i's prompt, input text and outputs (MIME type and text).
+CELL_STATE_JS = """
+index => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const cell = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')][index];
+  const prompt = cell.querySelector('.jp-InputPrompt');
+  const input = cell.querySelector('.cm-content');
+  const outputs = [...cell.querySelectorAll('.jp-OutputArea-child .jp-OutputArea-output')].map(
+      output => ({mime: output.dataset.mimeType || null, text: output.textContent}));
+  return {prompt: prompt ? prompt.textContent : '', input: input ? input.innerText : '',
+          outputs};
+}
+"""
+
+
+def cell_index(cells: list[dict], grade_id: str) -> int:
+    return next(i for i, cell in enumerate(cells)
+                if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def stream_text(cell: dict) -> str:
+    return "".join("".join(output.get("text", "")) for output in cell.get("outputs", [])
+                   if output.get("output_type") == "stream")
+
+
+def screenshot_cells(page, first: int, last: int, path: Path) -> None:
+    """One picture of cells first..last as the page shows them (the window made tall enough)."""
+    cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+    top, bottom = cells.nth(first).bounding_box(), cells.nth(last).bounding_box()
+    height = bottom["y"] + bottom["height"] - top["y"]
+    page.set_viewport_size({"width": VIEWPORT["width"],
+                            "height": int(min(height + 200, MAX_SCREENSHOT_HEIGHT))})
+    cells.nth(first).evaluate("cell => cell.scrollIntoView({block: 'start'})")
+    page.evaluate(NEXT_FRAME_JS)
+    top, bottom = cells.nth(first).bounding_box(), cells.nth(last).bounding_box()
+    page.screenshot(path=path, clip={"x": top["x"], "y": top["y"], "width": top["width"],
+                                     "height": bottom["y"] + bottom["height"] - top["y"]})
+    page.set_viewport_size(VIEWPORT)
+
+
+@pytest.mark.slow
+def test_a_learner_running_a_notebook_sees_the_stub_its_check_and_the_fallback(
+        jupyterlab, chromium_browser, capsys):
+    """In two learner notebooks, with their outputs cleared and the cells run one by one
+    (Shift+Enter) in JupyterLab as a learner does: the first core piece shows its stub, its
+    check says it is not done yet and how to go on, and the fallback line says which piece
+    the notebook uses from then on; the same text as the committed outputs, and no error."""
+    folder = os.environ.get("TENSORLIB_BROWSER_SCREENSHOTS")
+    live = jupyterlab.root / "live"
+    live.mkdir(exist_ok=True)
+    context = chromium_browser.new_context(viewport=VIEWPORT)
+    problems, seen = [], []
+    try:
+        for stem, grade in LEARNER_PIECES:
+            notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+            cells = notebook["cells"]
+            stub = cell_index(cells, f"{grade}-solution")
+            check = cell_index(cells, f"{grade}-check")
+            committed = stream_text(cells[check])
+            for cell in cells:                       # a learner's first run starts from nothing
+                if cell["cell_type"] == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+            (live / f"{stem}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+            page = context.new_page()
+            try:
+                page.goto(f"{jupyterlab.url}/lab/tree/live/{stem}.ipynb?reset&token="
+                          f"{jupyterlab.token}", timeout=PAGE_TIMEOUT_MS)
+                not_rendered = wait_until_rendered(page, [0] * len(cells))
+                if not_rendered:
+                    problems.append(f"{stem}: {not_rendered}")
+                    continue
+                jupyterlab.wait_for_kernel(f"live/{stem}.ipynb")
+                first_code = next(i for i, cell in enumerate(cells) if cell["cell_type"] == "code")
+                page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(
+                    first_code).locator(".cm-content").click()
+                for _ in range(first_code, check + 1):   # run each cell up to the check
+                    page.keyboard.press("Shift+Enter")
+                    page.wait_for_timeout(50)
+                deadline = time.monotonic() + 90
+                state = page.evaluate(CELL_STATE_JS, check)
+                while time.monotonic() < deadline and not (
+                        state["outputs"] and "*" not in state["prompt"]
+                        and "from here on" in state["outputs"][-1]["text"]):
+                    page.wait_for_timeout(200)
+                    state = page.evaluate(CELL_STATE_JS, check)
+                shown = "".join(output["text"] for output in state["outputs"])
+                stub_input = page.evaluate(CELL_STATE_JS, stub)["input"]
+                if "raise NotImplementedError()" not in stub_input:
+                    problems.append(f"{stem}: cell {stub} does not show the stub: "
+                                    f"{stub_input[:200]!r}")
+                if "not done yet" not in shown or "so from here on the notebook uses" not in shown:
+                    problems.append(f"{stem}: the check (cell {check}) shows {shown!r}")
+                elif shown.strip() != committed.strip():
+                    problems.append(f"{stem}: the check shows {shown!r}, its committed output "
+                                    f"is {committed!r}")
+                for index in range(check + 1):
+                    for output in page.evaluate(CELL_STATE_JS, index)["outputs"]:
+                        if output["mime"] == "application/vnd.jupyter.stderr" or \
+                                "error" in (output["mime"] or ""):
+                            problems.append(f"{stem}: cell {index} shows {output['mime']}: "
+                                            f"{output['text'][:120]!r}")
+                seen.append(f"{stem} cells {stub}-{check}: "
+                            + " / ".join(line for line in shown.splitlines() if line))
+                if folder:
+                    Path(folder).mkdir(parents=True, exist_ok=True)
+                    screenshot_cells(page, stub - 1, check,
+                                     Path(folder) / f"{stem}-learner-stub-check-fallback.png")
+            finally:
+                jupyterlab.wait_for_kernel(f"live/{stem}.ipynb")
+                page.close()
+                jupyterlab.shut_down_sessions()
+    finally:
+        context.close()
+    with capsys.disabled():
+        for line in seen:
+            print("learner run: " + line, flush=True)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

@@ -297,8 +297,17 @@ def _read_file(path: str | os.PathLike) -> bytes:
 
 # =============================================================================== arguments
 def _check_module(module: Any) -> None:
+    """A Module whose whole state is its parameters: TLCKPT v1 stores nothing else."""
     if not isinstance(module, Module):
         raise TypeError(f"module must be a tensorlib Module, got {type(module).__name__}")
+    running = [f"{prefix}.{name}" if prefix else name
+               for prefix, child in module.named_modules() for name in child.running_buffers
+               if name in child._buffers]
+    if running:
+        raise ValueError(
+            f"TLCKPT v1 stores parameters only, and this {type(module).__name__} has buffers "
+            f"that training changes ({', '.join(running)}): a checkpoint would lose them. "
+            "Save its whole state_dict with tensorlib.interchange.save_safetensors instead")
 
 
 def _check_rng(rng: Any) -> None:

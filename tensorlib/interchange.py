@@ -45,8 +45,8 @@ def save_safetensors(path: str | os.PathLike, module: Module,
     for name, array in state.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"'{name}' has non-finite values; nothing was written")
-    contents = safetensors_numpy.save({name: np.ascontiguousarray(array)
-                                       for name, array in state.items()},
+    contents = safetensors_numpy.save({name: np.ascontiguousarray(array).reshape(array.shape)
+                                       for name, array in state.items()},  # 0-d stays 0-d
                                       metadata={"producer": "tensorlib", **(metadata or {})})
     write_atomic(path, [contents])
 

@@ -36,6 +36,7 @@ from tensorlib.data import (
 )
 from tensorlib.nn import (
     MLP,
+    BatchNorm1d,
     Decoder,
     DecoderBlock,
     DecoderConfig,
@@ -66,6 +67,8 @@ def state_of(*objects) -> list:
                              None if p.grad is None else np.asarray(p.grad).tobytes(),
                              p.requires_grad)
                             for name, p in thing.named_parameters()])
+            picture.append([(name, b.data.tobytes(), b.version)
+                            for name, b in thing.named_buffers()])
             picture.append([m.training for m in thing.modules()])
         elif isinstance(thing, Rng):
             picture.append(thing.state)
@@ -180,6 +183,20 @@ def test_layer_norm_rejects_wrong_widths_and_dtypes(width, data):
 
 
 @PROPERTY
+@given(width=st.integers(1, 6), data=st.data())
+def test_batch_norm_rejects_wrong_channels_dtypes_and_one_value_per_channel(width, data):
+    layer = BatchNorm1d(width)
+    layer(floats((4, width), seed=7))  # running statistics off their initial values
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=width + 3)
+                      .filter(lambda shape: len(shape) not in (2, 3) or shape[1] != width))
+    rejected(lambda: layer(tl.zeros(*shape)), ValueError, [shape], layer)
+    dtype = np.dtype(data.draw(st.sampled_from(NON_FLOAT_DTYPES)))
+    rejected(lambda: layer(tl.Tensor(np.ones((2, width), dtype=dtype))), TypeError,
+             [dtype.name], layer)
+    rejected(lambda: layer(tl.zeros(1, width)), ValueError, ["more than 1 value"], layer)
+
+
+@PROPERTY
 @given(p=st.floats(0.05, 0.95), dtype=st.sampled_from(NON_FLOAT_DTYPES),
        bad_p=st.one_of(st.floats(1.0, 1e9), st.floats(-1e9, -1e-9), st.just(float("nan"))))
 def test_dropout_rejects_non_float_input_without_drawing(p, dtype, bad_p):
@@ -274,6 +291,7 @@ def test_decoder_rejects_empty_batches(decoder, shape):
 @pytest.mark.parametrize("build, x", [
     (lambda: Linear(3, 2, rng=Rng(1)), lambda: tl.zeros(0, 3, requires_grad=True)),
     (lambda: LayerNorm(3), lambda: tl.zeros(0, 3, requires_grad=True)),
+    (lambda: BatchNorm1d(3), lambda: tl.zeros(0, 3, requires_grad=True)),
     (lambda: MLP(3, [4], 2, ["relu", None], rng=Rng(1)), lambda: tl.zeros(0, 3,
                                                                           requires_grad=True)),
     (lambda: Dropout(0.5, rng=Rng(1)), lambda: tl.zeros(0, 3, requires_grad=True)),

@@ -92,6 +92,13 @@ def _layer_norm(x, weight=1.0, bias=0.0):
     return centered / np.sqrt((centered**2).mean(-1, keepdims=True) + 1e-5) * weight + bias
 
 
+def _batch_norm(x, weight=1.0, bias=0.0):
+    axes, view = ((0,), (1, -1)) if x.ndim == 2 else ((0, 2), (1, -1, 1))
+    centered = x - x.mean(axes, keepdims=True)
+    normalized = centered / np.sqrt((centered**2).mean(axes, keepdims=True) + 1e-5)
+    return normalized * np.reshape(weight, view) + np.reshape(bias, view)
+
+
 def _cross_entropy(logits):
     log_probs = logits - _logsumexp(logits, -1, True)
     return -np.take_along_axis(log_probs, TARGETS[..., None], -1).mean()
@@ -301,6 +308,10 @@ CASES = {
     "layer-norm": (lambda x, w, b: F.layer_norm(x, w, b), [((2, 3, 5), A), ((5,), A), ((5,), A)],
                    _layer_norm),
     "layer-norm-plain": (lambda x: F.layer_norm(x), [((3, 5), A)], _layer_norm),
+    "batch-norm": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                   [((4, 3), A), ((3,), A), ((3,), A)], _batch_norm),
+    "batch-norm-sequence": (lambda x: F.batch_norm(x, None, None, training=True),
+                            [((3, 2, 4), A)], _batch_norm),
     "cross-entropy": (lambda z: F.cross_entropy(z, TARGETS), [((2, 3, 4), A)], _cross_entropy),
     "embedding": (lambda w: F.embedding(w, IDS), [((5, 3), A)], lambda w: w[IDS]),
     "causal-softmax": (lambda s: F.causal_softmax(s, 0.7), [((2, 4, 4), A)],

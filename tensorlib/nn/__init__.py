@@ -8,8 +8,11 @@ from tensorlib.nn.capture import ActivationCapture, capture_activations
 from tensorlib.nn.layers import (
     GELU,
     MLP,
+    BatchNorm1d,
     Dropout,
     Embedding,
+    Flatten,
+    FlattenConsecutive,
     HookPoint,
     Identity,
     LayerNorm,
@@ -31,7 +34,7 @@ from tensorlib.nn.lora import (
     merge_lora,
 )
 from tensorlib.nn.modes import evaluation_mode
-from tensorlib.nn.module import Module, ModuleList, Parameter, StateDictError
+from tensorlib.nn.module import Module, ModuleList, Parameter, Sequential, StateDictError
 from tensorlib.nn.programmed import (
     ProgramAugmentedModel,
     ProgrammedAttentionHead,
@@ -50,10 +53,11 @@ from tensorlib.nn.quant import (
 from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 
 __all__ = [
-    "GELU", "MLP", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding",
-    "HookPoint", "Identity", "LayerNorm", "LeakyReLU", "Linear", "Module", "ModuleList",
-    "MultiheadAttention", "Parameter", "PositionalEmbedding", "ReLU", "SiLU", "Sigmoid",
-    "Softplus", "StateDictError", "Tanh",
+    "GELU", "MLP", "BatchNorm1d", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout",
+    "Embedding", "Flatten", "FlattenConsecutive", "HookPoint", "Identity", "LayerNorm",
+    "LeakyReLU", "Linear", "Module", "ModuleList", "MultiheadAttention", "Parameter",
+    "PositionalEmbedding", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softplus",
+    "StateDictError", "Tanh",
     "evaluation_mode", "functional", "init",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib import ops, validation
+from tensorlib.autograd import no_grad
 from tensorlib.backend import array_module
 from tensorlib.ops.loss import REDUCTIONS
 from tensorlib.ops.softmax import causal_forbidden
@@ -25,6 +26,8 @@ from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
+    "batch_norm",
+    "batch_norm_reference",
     "causal_attention",
     "causal_attention_reference",
     "causal_mask",
@@ -422,6 +425,92 @@ def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor |
         out = out * weight
     if bias is not None:
         out = out + bias
+    return out
+
+
+# --------------------------------------------------------------------------------- batch norm
+def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,
+                      training: bool, momentum: float, eps: float) -> None:
+    _check_floating(x, "batch_norm input")
+    if x.ndim not in (2, 3):
+        raise ValueError(f"batch_norm expects (N, C) or (N, C, L) input, got shape {x.shape}")
+    channels = x.shape[1]
+    if training and x.size == channels:  # one value per channel
+        raise ValueError(f"batch_norm in training needs more than 1 value per channel (a batch "
+                         f"variance), got input shape {x.shape}")
+    validation.positive(eps, "batch_norm eps")
+    validation.real(momentum, "batch_norm momentum", low=0.0, high=1.0, high_open=False)
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError("batch_norm in evaluation needs running_mean and running_var")
+    for name, value in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+        if value is None:
+            continue
+        _check_floating(value, f"batch_norm {name}")
+        if value.shape != (channels,):
+            raise ValueError(f"batch_norm {name} of shape {value.shape} does not match the "
+                             f"input's {channels} channels (input shape {x.shape})")
+        if name.startswith("running") and value.requires_grad:
+            raise ValueError(f"batch_norm {name} must not require grad (it is a buffer)")
+
+
+def _channel_axes(x: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The axes statistics are taken over, and the shape a (C,) vector broadcasts as."""
+    return ((0,), (1, -1)) if x.ndim == 2 else ((0, 2), (1, -1, 1))
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of ``x (N, C)`` or ``x (N, C, L)``, then scale and shift by
+    ``weight`` and ``bias`` (each (C,) or None), as ``torch.nn.functional.batch_norm``.
+
+    Training: the batch's mean and biased variance normalize (one fused node), and the
+    running statistics, where given, move in place towards the batch's:
+    ``running = (1 - momentum) · running + momentum · batch``, with the unbiased variance
+    (M/(M-1) times the biased one, M values per channel). Evaluation: the running
+    statistics normalize, and nothing changes. An empty batch has no statistics: it passes
+    through (``x · weight + bias``, empty) and changes nothing.
+    """
+    _check_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    axes, channel_shape = _channel_axes(x)
+    if x.size == 0:
+        out = x if weight is None else x * weight.reshape(channel_shape)
+        return out if bias is None else out + bias.reshape(channel_shape)
+    if not training:
+        xp = array_module(x.data)
+        mean = running_mean.data.astype(x.dtype, copy=False).reshape(channel_shape)
+        variance = running_var.data.astype(x.dtype, copy=False).reshape(channel_shape)
+        out = (x - Tensor(mean)) * Tensor(1.0 / xp.sqrt(variance + x.dtype.type(eps)))
+        if weight is not None:
+            out = out * weight.reshape(channel_shape)
+        return out if bias is None else out + bias.reshape(channel_shape)
+    if running_mean is not None or running_var is not None:
+        values_per_channel = x.size // x.shape[1]
+        batch_mean = x.data.mean(axis=axes)
+        batch_var = x.data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
+        with no_grad():
+            for running, batch in ((running_mean, batch_mean), (running_var, batch_var)):
+                if running is not None:
+                    running.mul_(1.0 - momentum).add_(batch.astype(running.dtype), alpha=momentum)
+    affine = [t for t in (weight, bias) if t is not None]
+    return ops.BatchNorm.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
+                               has_bias=bias is not None)
+
+
+def batch_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+                         eps: float = 1e-5) -> Tensor:
+    """The primitive chain of training-mode ``batch_norm`` (batch statistics, no running
+    ones): mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
+    _check_batch_norm(x, None, None, weight, bias, True, 0.1, eps)
+    axes, channel_shape = _channel_axes(x)
+    centered = x - x.mean(axes, keepdims=True)
+    variance = (centered * centered).mean(axes, keepdims=True)
+    out = centered / (variance + float(eps)).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(channel_shape)
+    if bias is not None:
+        out = out + bias.reshape(channel_shape)
     return out
 
 

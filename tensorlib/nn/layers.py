@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib import validation
+from tensorlib.autograd import no_grad
 from tensorlib.nn import functional as F
 from tensorlib.nn.init import POLICIES, initialize
 from tensorlib.nn.module import Module, ModuleList, Parameter
@@ -23,11 +24,14 @@ from tensorlib.tensor import Tensor
 
 __all__ = [
     "ACTIVATIONS",
+    "BatchNorm1d",
     "GELU",
     "MLP",
     "HookPoint",
     "Dropout",
     "Embedding",
+    "Flatten",
+    "FlattenConsecutive",
     "Identity",
     "LayerNorm",
     "Linear",
@@ -209,6 +213,75 @@ class LayerNorm(Module):
         return f"{self.normalized_width}, eps={self.eps}, affine={self.weight is not None}"
 
 
+# --------------------------------------------------------------------------------- BatchNorm
+class BatchNorm1d(Module):
+    """Normalize each of ``num_features`` channels over the batch, as ``torch.nn.BatchNorm1d``:
+    input ``(N, C)`` or ``(N, C, L)``, statistics over N (and L).
+
+    In training the batch's mean and biased variance normalize, and the running statistics
+    move towards the batch's: ``running = (1 - m) · running + m · batch`` (the unbiased
+    variance), with m = ``momentum``, or 1/``num_batches_tracked`` when ``momentum`` is None
+    (the average over every batch seen). In evaluation the running statistics normalize.
+    ``weight`` starts at one and ``bias`` at zero (``affine=False``: neither). Buffers:
+    ``running_mean`` (zeros), ``running_var`` (ones) and ``num_batches_tracked`` (a 0-d
+    int64); with ``track_running_stats=False`` there are none and the batch's statistics
+    are used in evaluation too. An empty batch passes through and changes nothing (PyTorch
+    counts it in ``num_batches_tracked``; nothing else of it).
+    """
+
+    running_buffers = ("running_mean", "running_var", "num_batches_tracked")  # see Module
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 dtype: Any = np.float32):
+        super().__init__()
+        self.num_features = validation.positive_integer(num_features, "num_features")
+        self.eps = validation.positive(eps, "BatchNorm1d eps")
+        self.momentum = None if momentum is None else validation.real(
+            momentum, "BatchNorm1d momentum", low=0.0, high=1.0, high_open=False)
+        self.track_running_stats = validation.boolean(track_running_stats,
+                                                      "track_running_stats")
+        dtype = validation.float_dtype(dtype)
+        width = (self.num_features,)
+        if validation.boolean(affine, "affine"):
+            self.weight = Parameter(initialize("one", width, dtype=dtype))
+            self.bias = Parameter(initialize("zero", width, dtype=dtype))
+        else:
+            self.weight = None
+            self.bias = None
+        if self.track_running_stats:
+            self.register_buffer("running_mean", initialize("zero", width, dtype=dtype))
+            self.register_buffer("running_var", initialize("one", width, dtype=dtype))
+            self.register_buffer("num_batches_tracked", np.zeros((), dtype=np.int64))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x (N, C)`` → ``(N, C)``, or ``x (N, C, L)`` → ``(N, C, L)``."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"BatchNorm1d takes a Tensor, got {type(x).__name__}")
+        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+            raise ValueError(f"BatchNorm1d({self.num_features}) expects (N, "
+                             f"{self.num_features}) or (N, {self.num_features}, L) input, got "
+                             f"{x.shape}")
+        if not self.track_running_stats:
+            return F.batch_norm(x, None, None, self.weight, self.bias, training=True, eps=self.eps)
+        updating = self.training
+        momentum = self.momentum
+        if updating and momentum is None:  # the average over every batch, this one included
+            momentum = 1.0 / (int(self.num_batches_tracked.data) + 1)
+        out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                           training=updating, momentum=0.0 if momentum is None else momentum,
+                           eps=self.eps)
+        if updating and x.size:  # F.batch_norm checked the input before it changed anything
+            with no_grad():
+                self.num_batches_tracked.copy_(self.num_batches_tracked.data + 1)
+        return out
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.weight is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
 # --------------------------------------------------------------------------------- Dropout
 class Dropout(Module):
     """Inverted dropout with probability ``p`` in [0, 1).
@@ -230,6 +303,53 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+# --------------------------------------------------------------------------------- reshaping
+class Flatten(Module):
+    """Merge the axes ``start_dim`` to ``end_dim`` (inclusive) into one, as
+    ``torch.nn.Flatten``: ``(N, C, L)`` → ``(N, C·L)`` with the defaults (1, -1)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim = validation.integer(start_dim, "start_dim")
+        self.end_dim = validation.integer(end_dim, "end_dim")
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"Flatten takes a Tensor, got {type(x).__name__}")
+        ndim = x.ndim
+        fits = -ndim <= self.start_dim < ndim and -ndim <= self.end_dim < ndim
+        start, end = (self.start_dim % ndim, self.end_dim % ndim) if fits else (0, -1)
+        if not fits or start > end:
+            raise ValueError(f"Flatten(start_dim={self.start_dim}, end_dim={self.end_dim}) does "
+                             f"not fit an input of shape {x.shape}")
+        merged = int(np.prod(x.shape[start:end + 1]))
+        return x.reshape(*x.shape[:start], merged, *x.shape[end + 1:])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class FlattenConsecutive(Module):
+    """Merge each run of ``n`` consecutive positions into one, their features side by side:
+    ``(B, T, C)`` → ``(B, T/n, n·C)`` (T must be a multiple of n). A WaveNet-style model
+    applies it level by level, so each level sees pairs of what the level below saw."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = validation.positive_integer(n, "n")
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1] % self.n:
+            raise ValueError(f"FlattenConsecutive({self.n}) expects (B, T, C) input with T a "
+                             f"multiple of {self.n}, got "
+                             f"{getattr(x, 'shape', type(x).__name__)}")
+        batch, length, channels = x.shape
+        return x.reshape(batch, length // self.n, self.n * channels)
+
+    def extra_repr(self) -> str:
+        return f"{self.n}"
 
 
 # --------------------------------------------------------------------------------- activations

@@ -117,6 +117,10 @@ class Module:
     checks it against the whole of ``model``.
     """
 
+    # Names of buffers that training changes (BatchNorm's running statistics): state that a
+    # parameters-only checkpoint would lose, so ``tensorlib.checkpoint`` refuses the module.
+    running_buffers: tuple[str, ...] = ()
+
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
@@ -583,3 +587,17 @@ class ModuleList(Module):
         if not -len(items) <= index < len(items):
             raise IndexError(f"ModuleList index {index} out of range for length {len(items)}")
         return items[index]
+
+
+class Sequential(ModuleList):
+    """Modules called one after another, each on the output of the one before, as
+    ``torch.nn.Sequential``; registered as ``"0"``, ``"1"``, ... (it is a ModuleList with a
+    forward). A slice is a plain list of the modules: a module has one parent."""
+
+    def __init__(self, *modules: Module):
+        super().__init__(modules)
+
+    def forward(self, x: Any) -> Any:
+        for module in self:
+            x = module(x)
+        return x

@@ -24,7 +24,7 @@ from tensorlib.ops.elementwise import (
 from tensorlib.ops.embedding import Embedding
 from tensorlib.ops.loss import CrossEntropy
 from tensorlib.ops.matmul import Linear, MatMul
-from tensorlib.ops.normalization import LayerNorm
+from tensorlib.ops.normalization import BatchNorm, LayerNorm
 from tensorlib.ops.reduction import LogSumExp, Max, Mean, Sum, Var
 from tensorlib.ops.shape import (
     Concat,
@@ -39,9 +39,9 @@ from tensorlib.ops.shape import (
 from tensorlib.ops.softmax import LogSoftmax, Softmax
 
 __all__ = [
-    "Abs", "Add", "Cast", "CausalAttention", "Concat", "CrossEntropy", "Div", "Dropout",
-    "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "LeakyRelu", "Linear", "Log",
-    "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "Maximum", "Mean", "Mul", "Neg",
-    "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Sign", "Silu", "Softmax",
-    "Softplus", "Sqrt", "Sub", "Sum", "Tanh", "Var", "Where", "normalize_index",
+    "Abs", "Add", "BatchNorm", "Cast", "CausalAttention", "Concat", "CrossEntropy", "Div",
+    "Dropout", "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "LeakyRelu",
+    "Linear", "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "Maximum", "Mean",
+    "Mul", "Neg", "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Sign", "Silu",
+    "Softmax", "Softplus", "Sqrt", "Sub", "Sum", "Tanh", "Var", "Where", "normalize_index",
 ]

@@ -1,4 +1,5 @@
-"""Layer normalization over the last axis: one node, with hand-derived backward."""
+"""Normalization, one node each with a hand-derived backward: layer norm over the last axis,
+batch norm over the batch."""
 
 from __future__ import annotations
 
@@ -72,4 +73,50 @@ class LayerNorm(Function):
             grads.append(dweight)
         if ctx.has_bias:
             grads.append(dbias)
+        return tuple(grads)
+
+
+class BatchNorm(Function):
+    """y = x̂ · weight + bias with x̂ = (x - mean) / sqrt(var + eps), the mean and the biased
+    variance taken per channel over the batch: x (N, C) over axis 0, x (N, C, L) over axes 0
+    and 2 (M = N or N·L values per channel). ``weight`` and ``bias`` are (C,).
+
+    With r = 1/sqrt(var + eps) and g = dy ⊙ weight, means over the same axes, the backward is
+    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy.
+    ``affine`` holds the weight and the bias that are present, in that order.
+    """
+
+    op_name = "batch_norm"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
+                has_bias: bool) -> Any:
+        xp = array_module(x)
+        axes = (0,) if x.ndim == 2 else (0, 2)            # every axis but the channels'
+        channel_shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+        weight = affine[0].reshape(channel_shape) if has_weight else None
+        bias = affine[-1].reshape(channel_shape) if has_bias else None
+        centred = x - x.mean(axis=axes, keepdims=True)
+        variance = xp.square(centred).mean(axis=axes, keepdims=True)   # biased (1, C[, 1])
+        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))       # r
+        normalized = centred * inverse_std                               # x̂
+        out = normalized if weight is None else normalized * weight
+        if bias is not None:
+            out = out + bias
+        ctx.save_for_backward(normalized, inverse_std, weight)
+        ctx.axes, ctx.has_weight, ctx.has_bias = axes, has_weight, has_bias
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        normalized, inverse_std, weight = ctx.saved_tensors
+        axes = ctx.axes
+        g = grad if weight is None else grad * weight
+        dx = inverse_std * (g - g.mean(axis=axes, keepdims=True)
+                            - normalized * (g * normalized).mean(axis=axes, keepdims=True))
+        grads: list[Any] = [dx]
+        if ctx.has_weight:
+            grads.append((grad * normalized).sum(axis=axes))
+        if ctx.has_bias:
+            grads.append(grad.sum(axis=axes))
         return tuple(grads)

@@ -29,15 +29,17 @@ import numpy as np
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
 from tensorlib.tensor import Tensor
-from tensorlib.validation import positive, positive_integer
+from tensorlib.validation import positive, positive_integer, real
 
 __all__ = [
     "DETERMINISTIC_FIELDS",
     "TIMING_FIELDS",
     "History",
+    "RangeTest",
     "StepRecord",
     "TrainingDivergedError",
     "evaluate_loss",
+    "learning_rate_range_test",
     "train",
 ]
 
@@ -316,3 +318,84 @@ def train(
     finally:
         bar.close()
     return history
+
+
+# --------------------------------------------------------------------------------- range test
+@dataclass(frozen=True)
+class RangeTest:
+    """The losses of a learning-rate range test: ``learning_rates[i]`` was the rate of step
+    i + 1 and ``losses[i]`` its training loss (shorter than asked when the loss blew up)."""
+
+    learning_rates: np.ndarray
+    losses: np.ndarray
+
+    def smoothed_losses(self, smoothing: float = 0.9) -> np.ndarray:
+        """The losses as an exponential moving average, bias-corrected (as Adam's moments)."""
+        smoothing = real(smoothing, "smoothing", low=0.0, high=1.0)
+        average, result = 0.0, []
+        for count, loss in enumerate(self.losses, start=1):
+            average = smoothing * average + (1.0 - smoothing) * float(loss)
+            result.append(average / (1.0 - smoothing**count))
+        return np.array(result)
+
+    def suggestion(self, smoothing: float = 0.9) -> float:
+        """A rate to train with: a tenth of the rate where the smoothed loss is lowest
+        (beyond it the loss soon climbs; a tenth is still on the fast, stable side)."""
+        return float(self.learning_rates[int(np.argmin(self.smoothed_losses(smoothing)))]) / 10
+
+
+class _StopRangeTest(Exception):
+    """Raised by the range test's callback once the loss has blown up."""
+
+
+def learning_rate_range_test(
+    model: Any,
+    optimizer: Any,
+    batches: Callable[[int], tuple[Any, Any]] | Iterable[tuple[Any, Any]],
+    start: float = 1e-4,
+    end: float = 1.0,
+    steps: int = 100,
+    loss_fn: Callable[[Any, Any, Any], Tensor] | None = None,
+    stop_factor: float = 4.0,
+) -> RangeTest:
+    """Train ``steps`` steps with a learning rate growing exponentially from ``start`` to
+    ``end`` (step k uses ``start · (end/start)^((k-1)/(steps-1))``), recording each step's
+    loss; stop early once a loss exceeds ``stop_factor`` times the lowest so far, or is not
+    finite. Afterwards the model (parameters, buffers and train/eval modes) and the optimizer
+    are exactly as they were: the test only looks.
+    """
+    start = positive(start, "start")
+    end = positive(end, "end")
+    if end <= start:
+        raise ValueError(f"end must be larger than start, got start={start} and end={end}")
+    steps = positive_integer(steps, "steps")
+    if steps < 2:
+        raise ValueError(f"a range test needs at least 2 steps, got {steps}")
+    stop_factor = positive(stop_factor, "stop_factor")
+    if not callable(getattr(model, "state_dict", None)) or \
+            not callable(getattr(optimizer, "state_dict", None)):
+        raise TypeError("the range test restores the model and the optimizer afterwards, so "
+                        "both need state_dict() and load_state_dict()")
+    saved_model, saved_optimizer = model.state_dict(), optimizer.state_dict()
+    modes = [(module, module.training) for module in model.modules()]
+    rates = start * (end / start) ** (np.arange(steps) / (steps - 1))
+    losses: list[float] = []
+
+    def record(step_record: StepRecord) -> None:
+        losses.append(step_record.train_loss)
+        if step_record.train_loss > stop_factor * min(losses):
+            raise _StopRangeTest
+
+    try:
+        train(model, optimizer, batches, steps, schedule=lambda step: float(rates[step - 1]),
+              progress=False, loss_fn=loss_fn, callback=record)
+    except _StopRangeTest:
+        pass
+    except TrainingDivergedError:
+        pass  # a loss or a gradient that is not finite ends the test
+    finally:
+        model.load_state_dict(saved_model)
+        optimizer.load_state_dict(saved_optimizer)
+        for module, training in modes:
+            module.training = training
+    return RangeTest(rates[:len(losses)].copy(), np.array(losses))

@@ -131,7 +131,7 @@ def test_capture_with_gradients_and_in_a_wrapper_module():
         loss.backward()
     assert capture.names == ["decoder." + name for name in NAMES]
     assert all(p.grad is not None for p in wrapper.decoder.parameters())
-    with pytest.raises(TypeError, match="Linear has none"):
+    with pytest.raises(TypeError, match="found no HookPoint in this Linear"):
         with capture_activations(Linear(2, 2, rng=Rng(0))):
             pass
     with pytest.raises(TypeError, match="needs a Module"):
@@ -205,4 +205,33 @@ def test_keep_graph_keeps_the_tensors_and_their_gradients():
     np.testing.assert_allclose(residual.grad, leaf.grad, rtol=1e-12, atol=1e-12)
     with pytest.raises(TypeError, match="keep_graph must be True or False"):
         with capture_activations(model, keep_graph=1):
+            pass
+
+
+def test_capture_modules_of_a_class_only_in_training_and_only_the_latest_pass():
+    from tensorlib.nn import Sequential, Tanh
+
+    model = Sequential(Linear(3, 4, rng=Rng(0)), Tanh(), Linear(4, 4, rng=Rng(1)), Tanh())
+    x = tl.tensor(Rng(2).normal(size=(5, 3)))
+    with capture_activations(model, keep_graph=True, modules=Tanh, training_only=True,
+                             latest_only=True) as capture:
+        first = model(x)
+        model.eval()
+        model(x * 3.0)                          # an evaluation pass: not recorded
+        model.train()
+        second = model(x * 2.0)
+        second.sum().backward()
+    assert capture.names == ["1", "3"] and len(capture) == 1   # the latest training pass
+    assert capture["3"] is second and first is not second
+    np.testing.assert_array_equal(capture["3"].grad, np.ones((5, 4)))
+    assert capture["1"].grad.shape == (5, 4)
+    assert not model[1]._forward_hooks                      # removed on leaving the block
+    with capture_activations(model, modules=(Tanh, Linear)) as capture:
+        model(x)
+    assert capture.names == ["0", "1", "2", "3"]
+    with pytest.raises(TypeError, match="modules must be a Module class"):
+        with capture_activations(model, modules="Tanh"):
+            pass
+    with pytest.raises(TypeError, match="found no HookPoint in this Sequential"):
+        with capture_activations(model):
             pass

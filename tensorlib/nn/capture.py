@@ -46,8 +46,8 @@ from tensorlib.tensor import Tensor
 
 __all__ = ["ActivationCapture", "capture_activations"]
 
-# The HookPoints some capture is recording now: a second capture of them is refused.
-_capturing: weakref.WeakSet[HookPoint] = weakref.WeakSet()
+# The modules some capture is recording now: a second capture of them is refused.
+_capturing: weakref.WeakSet[Module] = weakref.WeakSet()
 
 
 class ActivationCapture:
@@ -59,12 +59,15 @@ class ActivationCapture:
     when a name it already holds is recorded again.
     """
 
-    def __init__(self, keep_graph: bool = False) -> None:
+    def __init__(self, keep_graph: bool = False, latest_only: bool = False) -> None:
         self.keep_graph = keep_graph
+        self.latest_only = latest_only
         self.passes: list[dict[str, Any]] = []
 
     def _record(self, name: str, tensor: Tensor) -> None:
         if not self.passes or name in self.passes[-1]:
+            if self.latest_only:
+                self.passes.clear()
             self.passes.append({})
         if self.keep_graph:
             if tensor.requires_grad:
@@ -136,48 +139,63 @@ class ActivationCapture:
         return f"ActivationCapture({len(self)} passes, names={self.names})"
 
 
-def _hook_points(model: Any) -> list[tuple[str, HookPoint]]:
+def _watched_modules(model: Any, modules: Any) -> list[tuple[str, Module]]:
     if not isinstance(model, Module):
         raise TypeError(f"capture_activations needs a Module, got {type(model).__name__}")
+    kinds = modules if isinstance(modules, tuple) else (modules,)
+    if not kinds or not all(isinstance(kind, type) and issubclass(kind, Module)
+                            for kind in kinds):
+        raise TypeError(f"modules must be a Module class or a tuple of them, got {modules!r}")
     found = [(name, module) for name, module in model.named_modules()
-             if isinstance(module, HookPoint)]
+             if isinstance(module, kinds)]
     if not found:
-        raise TypeError(f"capture_activations needs a model with HookPoints (a Decoder has "
-                        f"them); {type(model).__name__} has none")
-    busy = [name or "(root)" for name, point in found if point in _capturing]
+        wanted = " or ".join(kind.__name__ for kind in kinds)
+        raise TypeError(f"capture_activations found no {wanted} in this "
+                        f"{type(model).__name__} (a Decoder has HookPoints)")
+    busy = [name or "(root)" for name, module in found if module in _capturing]
     if busy:
         raise RuntimeError(f"activations of {', '.join(busy)} are already being captured")
     return found
 
 
 @contextmanager
-def capture_activations(model: Module, keep_graph: bool = False) -> Iterator[ActivationCapture]:
-    """Record the output of every HookPoint of ``model`` in each forward pass inside the
-    ``with`` block (see the module docstring for a Decoder's names).
+def capture_activations(model: Module, keep_graph: bool = False,
+                        modules: type[Module] | tuple[type[Module], ...] = HookPoint,
+                        training_only: bool = False,
+                        latest_only: bool = False) -> Iterator[ActivationCapture]:
+    """Record the output of every HookPoint of ``model`` (or every submodule of the class or
+    classes ``modules``, such as ``Tanh``) in each forward pass inside the ``with`` block
+    (see the module docstring for a Decoder's names).
 
     ``keep_graph=True`` keeps the Tensors (with ``retain_grad()``) instead of host copies.
-    The hooks are removed on leaving the block, also when an exception leaves it.
-    Capturing HookPoints that another capture is recording raises RuntimeError.
+    ``training_only=True`` skips the values a module computes in eval mode (a validation
+    pass during training). ``latest_only=True`` keeps only the latest pass, so a capture held
+    over a whole training run does not grow. The hooks are removed on leaving the block,
+    also when an exception leaves it. Capturing modules that another capture is recording
+    raises RuntimeError.
     """
     keep_graph = validation.boolean(keep_graph, "keep_graph")
-    points = _hook_points(model)
-    capture = ActivationCapture(keep_graph)
+    training_only = validation.boolean(training_only, "training_only")
+    latest_only = validation.boolean(latest_only, "latest_only")
+    watched = _watched_modules(model, modules)
+    capture = ActivationCapture(keep_graph, latest_only)
     handles = []
     try:
-        for name, point in points:
-            _capturing.add(point)
-            handles.append(point.register_forward_hook(_recorder(capture, name)))
+        for name, module in watched:
+            _capturing.add(module)
+            handles.append(module.register_forward_hook(_recorder(capture, name, training_only)))
         yield capture
     finally:
         for handle in handles:
             handle.remove()
-        for _, point in points:
-            _capturing.discard(point)
+        for _, module in watched:
+            _capturing.discard(module)
 
 
-def _recorder(capture: ActivationCapture, name: str) -> Any:
+def _recorder(capture: ActivationCapture, name: str, training_only: bool) -> Any:
     """The forward hook that records ``name``'s value into ``capture``."""
     def hook(module: Module, inputs: tuple[Any, ...], output: Tensor) -> None:
-        capture._record(name, output)
+        if module.training or not training_only:
+            capture._record(name, output)
 
     return hook

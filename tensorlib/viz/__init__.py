@@ -25,6 +25,13 @@ from tensorlib.viz.plots import (
     plot_trajectories,
     record_activations,
 )
+from tensorlib.viz.training import (
+    TrainingWatch,
+    WatchRecord,
+    dead_unit_fraction,
+    plot_update_ratios,
+    watch_training,
+)
 
 __all__ = [
     "INSTALL_HINT",
@@ -34,7 +41,10 @@ __all__ = [
     "GraphvizNotInstalledError",
     "LiveLossPlot",
     "SignalStatistics",
+    "TrainingWatch",
+    "WatchRecord",
     "activation_statistics",
+    "dead_unit_fraction",
     "draw_graph",
     "draw_module",
     "exponential_moving_average",
@@ -47,5 +57,7 @@ __all__ = [
     "plot_gradient_histograms",
     "plot_loss_curves",
     "plot_trajectories",
+    "plot_update_ratios",
     "record_activations",
+    "watch_training",
 ]

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
-    set -- notebooks/[0-9][0-9]_*.ipynb
+    set -- notebooks/[0-9][0-9]*_*.ipynb
 fi
 for notebook in "$@"; do
     .venv/bin/jupyter nbconvert --to notebook --execute --inplace \

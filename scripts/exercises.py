@@ -124,7 +124,7 @@ def mismatches() -> list[str]:
     """Every way a learner notebook differs from the student version of its solutions
     (empty when all match)."""
     problems = []
-    for solutions_path in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
+    for solutions_path in sorted(SOLUTIONS.glob("[0-9][0-9]*_*.ipynb")):
         target = learner_notebook(solutions_path)
         if not target.exists():
             problems.append(f"{solutions_path.name}: no learner notebook {target.name}")

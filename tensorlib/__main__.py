@@ -502,7 +502,7 @@ def progress_command(args: argparse.Namespace) -> int:
         folder = Path("notebooks") if Path("notebooks").is_dir() else Path(".")
     if not folder.is_dir():
         raise CommandError(f"{folder} is not a folder")
-    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]*_*.ipynb"))
     if not notebooks:
         raise CommandError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
     print(f"progress in {folder}/ (as each check cell last reported):")

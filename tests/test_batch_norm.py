@@ -176,6 +176,7 @@ def test_the_same_in_reference_mode():
     (tl.zeros(1, 3), ValueError, "more than 1 value per channel"),
     (tl.zeros(1, 3, 1), ValueError, "more than 1 value per channel"),
     (np.zeros((4, 3)), TypeError, "takes a Tensor, got ndarray"),
+    (tl.tensor(np.zeros((4, 3))), TypeError, r"mixed dtypes \['float32', 'float64'\]"),
 ])
 def test_bad_input_raises_naming_it_and_changes_nothing(bad, error, message):
     layer = BatchNorm1d(3)

@@ -22,7 +22,7 @@ spec = importlib.util.spec_from_file_location("workbook_exercises",
 workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
-SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
+SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
 ALL_RIGHT = re.compile(r"^[^\n]+: (all \d+ cases right|its one case is right)\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\. ", re.MULTILINE)
 
@@ -48,7 +48,7 @@ def test_there_are_solutions_and_every_learner_notebook_is_their_student_version
 
 
 def test_every_learner_notebook_has_a_teachers_copy_with_exercises():
-    learner = sorted(path.name for path in workbook.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    learner = sorted(path.name for path in workbook.NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))
     assert learner and learner == [path.name for path in SOLUTIONS], \
         "each notebooks/NN_*.ipynb needs notebooks/solutions/NN_*.ipynb (and nothing else there)"
 

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-SOLUTIONS = sorted((NOTEBOOKS / "solutions").glob("[0-9][0-9]_*.ipynb"))
+SOLUTIONS = sorted((NOTEBOOKS / "solutions").glob("[0-9][0-9]*_*.ipynb"))
 ASSIGNMENT = "workbook"
 COURSE_ID = "tensorlib"
 # Autograded: quick notebooks (a few seconds each) that between them have core pieces and

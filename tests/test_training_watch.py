@@ -144,3 +144,15 @@ def test_the_range_test_refuses_bad_settings_before_training(arguments, message)
     with pytest.raises((ValueError, TypeError), match=message):
         learning_rate_range_test(model, SGD(model, lr=0.1), batch, loss_fn=loss_fn, **arguments)
     assert all(np.array_equal(value, model.state_dict()[name]) for name, value in before.items())
+
+
+def test_the_range_test_plot_marks_the_suggestion():
+    from tensorlib.viz import plot_learning_rate_range_test
+
+    losses = np.array([3.0, 2.9, 2.5, 2.0, 1.8, 2.5, 6.0])
+    result = RangeTest(10.0 ** np.linspace(-3, 0, 7), losses)
+    lines = plot_learning_rate_range_test(result).axes[0].lines
+    assert len(lines) == 3
+    assert lines[2].get_xdata()[0] == pytest.approx(math.log10(result.suggestion()))
+    with pytest.raises(TypeError, match="RangeTest"):
+        plot_learning_rate_range_test([1, 2])

@@ -452,6 +452,9 @@ def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, 
                              f"input's {channels} channels (input shape {x.shape})")
         if name.startswith("running") and value.requires_grad:
             raise ValueError(f"batch_norm {name} must not require grad (it is a buffer)")
+    dtypes = {t.dtype for t in (x, weight, bias) if t is not None}
+    if len(dtypes) > 1:
+        raise TypeError(f"batch_norm: mixed dtypes {sorted(map(str, dtypes))}")
 
 
 def _channel_axes(x: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:

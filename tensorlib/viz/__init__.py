@@ -29,6 +29,7 @@ from tensorlib.viz.training import (
     TrainingWatch,
     WatchRecord,
     dead_unit_fraction,
+    plot_learning_rate_range_test,
     plot_update_ratios,
     watch_training,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "plot_decision_boundary",
     "plot_functions",
     "plot_gradient_histograms",
+    "plot_learning_rate_range_test",
     "plot_loss_curves",
     "plot_trajectories",
     "plot_update_ratios",

@@ -13,7 +13,9 @@ parameter with two or more axes) two ratios:
 
 The kept arrays feed :func:`~tensorlib.viz.plot_activation_histograms`,
 :func:`~tensorlib.viz.plot_gradient_histograms` and :func:`dead_unit_fraction`;
-:func:`plot_update_ratios` draws the update ratios over the steps.
+:func:`plot_update_ratios` draws the update ratios over the steps, and
+:func:`plot_learning_rate_range_test` the losses of
+:func:`tensorlib.train.learning_rate_range_test`.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from tensorlib.backend import to_numpy
 from tensorlib.nn.capture import capture_activations
 from tensorlib.nn.layers import Tanh
 from tensorlib.nn.module import Module
+from tensorlib.train import RangeTest
 from tensorlib.viz.plots import _figure_and_axes
 
-__all__ = ["TrainingWatch", "WatchRecord", "dead_unit_fraction", "plot_update_ratios",
-           "watch_training"]
+__all__ = ["TrainingWatch", "WatchRecord", "dead_unit_fraction",
+           "plot_learning_rate_range_test", "plot_update_ratios", "watch_training"]
 
 
 @dataclass
@@ -159,6 +162,30 @@ def plot_update_ratios(watch: TrainingWatch, guide: float = -3.0, ax: Axes | Non
     axes.axhline(validation.real(guide, "guide"), color="black", linestyle="--", linewidth=1.0)
     axes.set_xlabel("step")
     axes.set_ylabel("log10(std(update) / std(weight))")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+    if title:
+        axes.set_title(title)
+    return figure
+
+
+def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
+                                  title: str | None = "learning-rate range test") -> Figure:
+    """Each step's loss (faint) and the smoothed loss against log10 of the learning rate, with
+    a dashed line at the suggestion, for a :class:`tensorlib.train.RangeTest`."""
+    if not isinstance(result, RangeTest):
+        raise TypeError(f"expected a RangeTest, got {type(result).__name__}")
+    if len(result.losses) == 0:
+        raise ValueError("the range test recorded no loss")
+    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    exponents = np.log10(result.learning_rates)
+    axes.plot(exponents, result.losses, linewidth=0.8, alpha=0.4, label="loss at each step")
+    axes.plot(exponents, result.smoothed_losses(), linewidth=1.5, label="smoothed")
+    suggestion = result.suggestion()
+    axes.axvline(math.log10(suggestion), color="black", linestyle="--", linewidth=1.0,
+                 label=f"suggestion {suggestion:.3g}")
+    axes.set_xlabel("log10(learning rate)")
+    axes.set_ylabel("training loss")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
     if title:

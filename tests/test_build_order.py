@@ -30,7 +30,7 @@ BUILT_IN = {
     "CharTokenizer": "12", "context_target_pairs": "12", "BigramModel": "12",
     "Sequential": "12a", "Flatten": "12a", "BatchNorm1d": "12a",
     "learning_rate_range_test": "12a",
-    "FlattenConsecutive": "12b",
+    "FlattenConsecutive": "12b", "WaveNet": "12b", "WaveNetLevel": "12b",
     "MultiheadAttention": "13",
     "DecoderBlock": "14", "Decoder": "14", "DecoderConfig": "14",
 }

@@ -51,13 +51,14 @@ from tensorlib.nn.quant import (
     quantize_model,
 )
 from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
+from tensorlib.nn.wavenet import WaveNet, WaveNetLevel
 
 __all__ = [
     "GELU", "MLP", "BatchNorm1d", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout",
     "Embedding", "Flatten", "FlattenConsecutive", "HookPoint", "Identity", "LayerNorm",
     "LeakyReLU", "Linear", "Module", "ModuleList", "MultiheadAttention", "Parameter",
     "PositionalEmbedding", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softplus",
-    "StateDictError", "Tanh",
+    "StateDictError", "Tanh", "WaveNet", "WaveNetLevel",
     "evaluation_mode", "functional", "init",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",

@@ -172,7 +172,8 @@ def plot_update_ratios(watch: TrainingWatch, guide: float = -3.0, ax: Axes | Non
 def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
                                   title: str | None = "learning-rate range test") -> Figure:
     """Each step's loss (faint) and the smoothed loss against log10 of the learning rate, with
-    a dashed line at the suggestion, for a :class:`tensorlib.train.RangeTest`."""
+    a dashed line at the suggestion, for a :class:`tensorlib.train.RangeTest`. The loss axis
+    stops at 1.5 times the first smoothed loss, so that the blow-up does not flatten the rest."""
     if not isinstance(result, RangeTest):
         raise TypeError(f"expected a RangeTest, got {type(result).__name__}")
     if len(result.losses) == 0:
@@ -184,7 +185,9 @@ def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
     suggestion = result.suggestion()
     axes.axvline(math.log10(suggestion), color="black", linestyle="--", linewidth=1.0,
                  label=f"suggestion {suggestion:.3g}")
-    axes.set_xlabel("log10(learning rate)")
+    smoothed = result.smoothed_losses()
+    axes.set_ylim(0.95 * float(np.min(result.losses)), 1.5 * float(smoothed[0]))  # the blow-up
+    axes.set_xlabel("log10(learning rate)")                                      # leaves the top
     axes.set_ylabel("training loss")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)

@@ -139,8 +139,8 @@ class Checker:
             print(f"{self.exercise}: all {right} cases right." if right > 1
                   else f"{self.exercise}: its one case is right.")
         elif self.status == "not started":
-            print(f"{self.exercise}: not done yet. Replace the line "
-                  "`raise NotImplementedError()` with your code, run that cell, then this one.")
+            print(f"{self.exercise}: not done yet.\n    Write your code in place of "
+                  "`raise NotImplementedError()`, run that cell, then this one.")
         else:
             print(f"{self.exercise}: {right} of {len(self.results)} cases right.")
             for description, outcome, detail in self.results:

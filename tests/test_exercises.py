@@ -24,7 +24,7 @@ spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
 ALL_RIGHT = re.compile(r"^[^\n]+: (all \d+ cases right|its one case is right)\.$", re.MULTILINE)
-NOT_DONE = re.compile(r"^[^\n]+: not done yet\. ", re.MULTILINE)
+NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
 
 
 def check_cells(notebook):

@@ -39,6 +39,7 @@ __all__ = [
     "StepRecord",
     "TrainingDivergedError",
     "evaluate_loss",
+    "exponential_moving_average",
     "learning_rate_range_test",
     "train",
 ]
@@ -320,7 +321,31 @@ def train(
     return history
 
 
+# --------------------------------------------------------------------------------- smoothing
+def exponential_moving_average(values: Sequence[float] | np.ndarray,
+                               smoothing: float) -> np.ndarray:
+    """``s[0] = v[0]``, ``s[t] = smoothing * s[t-1] + (1 - smoothing) * v[t]`` (float64).
+
+    ``smoothing`` is in [0, 1): 0 returns the values unchanged, 0.9 averages over roughly
+    the last ten.
+    """
+    real(smoothing, "smoothing", low=0.0, high=1.0)
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"values must be 1-D, got shape {array.shape}")
+    if array.size == 0 or smoothing == 0.0:
+        return array.copy()
+    a = float(smoothing)
+    smoothed = np.empty_like(array)
+    running = array[0]
+    for index, value in enumerate(array):  # a recurrence over recorded losses, not a model op
+        running = a * running + (1.0 - a) * value
+        smoothed[index] = running
+    return smoothed
+
+
 # --------------------------------------------------------------------------------- range test
+
 @dataclass(frozen=True)
 class RangeTest:
     """The losses of a learning-rate range test: ``learning_rates[i]`` was the rate of step
@@ -330,13 +355,8 @@ class RangeTest:
     losses: np.ndarray
 
     def smoothed_losses(self, smoothing: float = 0.9) -> np.ndarray:
-        """The losses as an exponential moving average, bias-corrected (as Adam's moments)."""
-        smoothing = real(smoothing, "smoothing", low=0.0, high=1.0)
-        average, result = 0.0, []
-        for count, loss in enumerate(self.losses, start=1):
-            average = smoothing * average + (1.0 - smoothing) * float(loss)
-            result.append(average / (1.0 - smoothing**count))
-        return np.array(result)
+        """The losses as an :func:`exponential_moving_average` (the loss curves' smoothing)."""
+        return exponential_moving_average(self.losses, smoothing)
 
     def suggestion(self, smoothing: float = 0.9) -> float:
         """A rate to train with: a tenth of the rate where the smoothed loss is lowest

@@ -33,6 +33,7 @@ from tensorlib.nn.layers import MLP, HookPoint
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, ModuleList
 from tensorlib.tensor import Tensor
+from tensorlib.train import exponential_moving_average
 
 __all__ = [
     "ActivationTrace",
@@ -112,26 +113,6 @@ def _as_array(value: Any, what: str) -> np.ndarray:
 
 
 # =============================================================================== loss curves
-def exponential_moving_average(values: Sequence[float] | np.ndarray,
-                               smoothing: float) -> np.ndarray:
-    """``s[0] = v[0]``, ``s[t] = smoothing * s[t-1] + (1 - smoothing) * v[t]`` (float64).
-
-    ``smoothing`` is in [0, 1): 0 returns the values unchanged, 0.9 averages over roughly
-    the last ten.
-    """
-    validation.real(smoothing, "smoothing", low=0.0, high=1.0)
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {array.shape}")
-    if array.size == 0 or smoothing == 0.0:
-        return array.copy()
-    a = float(smoothing)
-    smoothed = np.empty_like(array)
-    running = array[0]
-    for index, value in enumerate(array):  # a recurrence over plot points, not a model op
-        running = a * running + (1.0 - a) * value
-        smoothed[index] = running
-    return smoothed
 
 
 def _loss_columns(history_or_dict: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

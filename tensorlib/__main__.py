@@ -1,19 +1,23 @@
-"""The tensorlib command line: train a small GPT on US census names and sample from it, and
-show a learner's progress through the workbook.
+"""The tensorlib command line: train a small GPT on US census names and sample from it, run
+the capstone's ladder of models, and show a learner's progress through the workbook.
 
     python -m tensorlib train-names [--steps 1500] [--output runs/names] [...]
     python -m tensorlib sample-names --checkpoint runs/names/checkpoint.tlckpt [--count 20]
+    python -m tensorlib ladder [--steps 10000] [--rungs bigram,mlp3,...] [--output runs/ladder]
     python -m tensorlib progress [notebooks]
 
-``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), trains the
-``tensorlib.nn.Decoder`` on the training names with AdamW, a warm-up + cosine schedule and
-gradient clipping, compares its loss with the count-based bigram baseline on the same
-windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state, or the parameters
-only with ``--weights-only``), ``config.json`` and ``loss_curve.png`` into the output folder,
-and prints sampled names. ``sample-names`` loads such a run and prints new names.
-``progress`` prints, notebook by notebook, which core pieces and exercises are done, as their
-check cells last recorded (``tensorlib.exercises``). Bad options and unreadable files print
-one ``error:`` line and exit with status 2.
+``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), builds the
+``tensorlib.nn.Decoder`` with its head's weights scaled by 0.1 (so the first loss is near
+ln V, notebook 15's fix) and prints that loss, trains it on the training names with AdamW, a
+warm-up + cosine schedule and gradient clipping, compares its loss with the count-based
+bigram baseline on the same windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG
+state, or the parameters only with ``--weights-only``), ``config.json`` and ``loss_curve.png``
+into the output folder, and prints sampled names. ``sample-names`` loads such a run and
+prints new names. ``ladder`` trains notebook 15's ladder of seven surname models under one
+budget (``tensorlib.ladder``), prints their table and writes it as ``ladder.json``.
+``progress`` prints, notebook by notebook, which core pieces and exercises
+are done, as their check cells last recorded (``tensorlib.exercises``). Bad options and
+unreadable files print one ``error:`` line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib import checkpoint, exercises
+from tensorlib.autograd import no_grad
 from tensorlib.baselines import BigramModel
 from tensorlib.data import (
     NAME_KINDS,
@@ -39,6 +44,7 @@ from tensorlib.data import (
     names,
     train_validation_test_split,
 )
+from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder
 from tensorlib.memory import keep_freed_memory
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.nn.modes import evaluation_mode
@@ -173,6 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
                               "names train-names printed)")
     sampler.set_defaults(handler=sample_names_command)
 
+    ladder = commands.add_parser(
+        "ladder", help="train the capstone's ladder of surname models",
+        description="Train the ladder of notebook 15 under one budget: bigram counts, an MLP "
+                    "on 3 characters, an MLP and a WaveNet on the whole name, attention "
+                    "with one head and with 4 heads, and the Decoder; print their table and "
+                    "write it as ladder.json.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ladder.add_argument("--steps", type=_positive_int, default=10_000,
+                        help="optimizer steps of every trained rung")
+    ladder.add_argument("--rungs", type=_rung_list, default=",".join(RUNGS),
+                        help="comma-separated rungs to run, in this order")
+    ladder.add_argument("--output", type=Path, default=Path("runs/ladder"),
+                        help="folder for ladder.json")
+    ladder.add_argument("--quiet", action="store_true", help="no progress bars")
+    ladder.set_defaults(handler=ladder_command)
+
     progress = commands.add_parser(
         "progress", help="which workbook pieces and exercises are done",
         description="Print, notebook by notebook, which core pieces and exercises are done, "
@@ -302,6 +324,10 @@ def train_names(args: argparse.Namespace) -> int:
                            channels=args.channels, heads=args.heads, layers=args.layers,
                            dropout=args.dropout)
     model = Decoder(config, rng=Rng(args.seed))
+    # Near-equal first logits, so the first loss is near ln V (notebook 15's fix).
+    with no_grad():
+        model.language_model_head.weight.mul_(0.1)
+    initial_loss = mean_loss(model, validation_inputs, validation_targets)
     optimizer = AdamW(model, lr=args.learning_rate, weight_decay=args.weight_decay)
     warmup = min(100, args.steps // 10)
     schedule = WarmupCosineSchedule(optimizer, base_lr=args.learning_rate, warmup_steps=warmup,
@@ -318,7 +344,9 @@ def train_names(args: argparse.Namespace) -> int:
           f"{model.num_parameters():,} parameters")
     print(f"training: {args.steps} steps of {args.batch_size} x {length} tokens, AdamW lr "
           f"{args.learning_rate:g} (warm-up {warmup} steps, cosine to "
-          f"{args.learning_rate / 10:g}), gradient clipping at 1.0", flush=True)
+          f"{args.learning_rate / 10:g}), gradient clipping at 1.0")
+    print(f"loss before training: {initial_loss:.2f} (ln {tokenizer.vocabulary_size} = "
+          f"{math.log(tokenizer.vocabulary_size):.2f})", flush=True)
 
     def batches(step: int) -> tuple[np.ndarray, np.ndarray]:
         return random_windows(train_stream, length, args.batch_size, batch_rng)
@@ -341,6 +369,7 @@ def train_names(args: argparse.Namespace) -> int:
     bigram = BigramModel.fit_pairs(train_stream[:-1], train_stream[1:],
                                    tokenizer.vocabulary_size, smoothing=1.0)
     results = {
+        "initial_validation_loss": initial_loss,
         "train_loss": mean_loss(model, train_inputs, train_targets),
         "validation_loss": history.final()["validation_loss"],
         "bigram_train_loss": bigram.pair_negative_log_likelihood(train_inputs, train_targets),
@@ -492,6 +521,52 @@ def sample_names_command(args: argparse.Namespace) -> int:
               f"{top_k}):"
     if samples:
         _print_samples(samples, known, heading)
+    return 0
+
+
+# ==================================================================================== ladder
+def _rung_list(text: str) -> list[str]:
+    rungs = [rung.strip() for rung in text.split(",") if rung.strip()]
+    unknown = [rung for rung in rungs if rung not in RUNGS]
+    if not rungs or unknown:
+        raise argparse.ArgumentTypeError(f"expected rungs among {', '.join(RUNGS)}, got "
+                                         f"{text!r}")
+    if len(set(rungs)) != len(rungs):
+        raise argparse.ArgumentTypeError(f"a rung is named twice in {text!r}")
+    return rungs
+
+
+def ladder_command(args: argparse.Namespace) -> int:
+    """Train the ladder's rungs under one budget, print the table, write ladder.json."""
+    rungs = args.rungs if isinstance(args.rungs, list) else _rung_list(args.rungs)
+    _prepare_output(args.output)
+    keep_freed_memory()
+    budget = Budget(steps=args.steps, warmup_steps=min(Budget.warmup_steps, args.steps // 10),
+                    evaluate_every=min(Budget.evaluate_every, args.steps))
+    print(f"the ladder: {len(rungs)} rungs on the census surnames; every trained rung "
+          f"{budget.steps:,} AdamW steps of {budget.batch_names} names, lr "
+          f"{budget.learning_rate:g} (warm-up {budget.warmup_steps}, cosine to "
+          f"{budget.min_learning_rate:g}), weight decay {budget.weight_decay:g}, clipping at "
+          f"{budget.max_grad_norm:g}", flush=True)
+
+    def report(result: RungResult) -> None:
+        print(f"{result.rung}: validation {result.validation_loss:.4f} nats per character, "
+              f"{result.parameters:,} parameters, {result.seconds:.1f} s", flush=True)
+
+    try:
+        record = run_ladder(rungs, budget, progress=not args.quiet, report=report)
+    except TrainingDivergedError as error:
+        print(f"tensorlib ladder: error: {error}", file=sys.stderr)
+        return 1
+    print("\nvalidation loss in nats per character, on every character of the "
+          f"{record['data']['validation_names']:,} validation names:")
+    print(ladder_table(record))
+    path = args.output / "ladder.json"
+    try:
+        _write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+    except OSError as error:
+        raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+    print(f"wrote {path}")
     return 0
 
 

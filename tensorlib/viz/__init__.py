@@ -8,6 +8,7 @@ from tensorlib.viz.graph import (
     draw_graph,
     draw_module,
 )
+from tensorlib.viz.ladder import plot_ladder_curves, plot_loss_by_position
 from tensorlib.viz.plots import (
     ActivationTrace,
     LiveLossPlot,
@@ -55,8 +56,10 @@ __all__ = [
     "plot_attention",
     "plot_decision_boundary",
     "plot_functions",
+    "plot_ladder_curves",
     "plot_gradient_histograms",
     "plot_learning_rate_range_test",
+    "plot_loss_by_position",
     "plot_loss_curves",
     "plot_trajectories",
     "plot_update_ratios",

@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorlib import kernels
-
 if TYPE_CHECKING:  # the engine works on Contexts and on anything shaped like a Tensor
     from tensorlib.ops.function import Function
     from tensorlib.tensor import Tensor
@@ -258,6 +256,23 @@ def _normalize_gradients(node: Context, raw: Any) -> tuple[Any, ...]:
     return tuple(checked)
 
 
+def _never(array: Any) -> bool:
+    return False
+
+
+# Whether an array that a backward returned may become a leaf's ``.grad`` without a copy,
+# because nothing else refers to it: never, unless a check is installed
+# (``set_unshared_check``; tensorlib.kernels installs a reference count).
+_unshared: Callable[[Any], bool] = _never
+
+
+def set_unshared_check(check: Callable[[Any], bool] | None) -> None:
+    """Install ``check(array) -> bool``, True when nothing but the engine refers to the
+    array (None: copy always)."""
+    global _unshared
+    _unshared = _never if check is None else check
+
+
 class _Accumulator:
     """Sums gradient contributions, copying only when a second one arrives."""
 
@@ -276,12 +291,12 @@ class _Accumulator:
 
     def take(self) -> Any:
         """The sum, as an array a leaf may keep as its ``.grad``: one the engine made itself
-        as it is, anything else copied (unless the kernel ``sole_reference`` shows that
-        nothing else refers to it)."""
+        as it is, anything else copied (unless the installed check shows that nothing else
+        refers to it)."""
         value, self.value = self.value, None
         if not value.flags.writeable:
             return value.copy()
-        if self.owned or (kernels.enabled() and kernels.sole_reference(value)):
+        if self.owned or _unshared(value):
             return value
         return value.copy()
 

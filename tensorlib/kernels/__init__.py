@@ -3,7 +3,10 @@
 The ops (``tensorlib.ops``), the backward engine (``tensorlib.autograd``) and the optimizers
 are written as their formulas. Where numpy can compute the same thing faster, by a fitted
 approximation, a BLAS call instead of a reduction, a sort instead of a scatter, one update
-over all parameters at once, the formula's code calls a kernel from here. Each kernel's
+over all parameters at once, a kernel from here does it: in place of an op through the op
+table (``stand_ins``: a subclass of the op that replaces its steps, registered with
+``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
+(``sole_reference``), in AdamW and in ``Decoder.generate`` by their own call. Each kernel's
 docstring says what it computes, the plain formula it stands in for, how accurate it is,
 and the measurement that justified it (docs/performance.md, benchmarks/).
 
@@ -16,10 +19,11 @@ Two kinds of kernel:
 - drop-ins, which compute exactly what a one-line numpy expression computes and evaluate that
   expression themselves in reference mode: ``row_sum``, ``row_mean``, ``column_sum``
   (``tensorlib.kernels.reductions``);
-- fast paths for a whole formula that the caller writes out; the caller asks ``enabled()``
-  first: ``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and ``layer_norm_backward``,
-  ``cross_entropy_rows`` and ``cross_entropy_backward``, ``shared_matmul`` and
-  ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``, and
+- fast paths for a whole formula, standing in for an op's step (``stand_ins``) or called
+  where ``enabled()`` says they may run: ``gelu_float32``, ``causal_softmax_``,
+  ``layer_norm`` and ``layer_norm_backward``, ``cross_entropy_rows`` and
+  ``cross_entropy_backward``, ``shared_matmul`` and ``shared_matmul_backward``,
+  ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``, and
   ``decoder_step`` (one cached generation step of a Decoder on raw arrays, no graph).
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
@@ -29,10 +33,12 @@ bit, for any number of threads. They run on the calling thread alone unless a pr
 for more (``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
 measured, more threads made a training step slower.
 
-Kernels import nothing from the rest of tensorlib but its backend, so any module may use them.
+The kernels import the backend, ``validation``, and the ops they stand in for (``stand_ins``,
+``mode``, ``references``); nothing else in tensorlib imports them but the package itself, the
+optimizers' AdamW and the decoder's generation.
 """
 
-from tensorlib.kernels import adamw, gelu, reductions, softmax, threads
+from tensorlib.kernels import adamw, gelu, reductions, softmax, stand_ins, threads  # noqa: F401
 from tensorlib.kernels.adamw import adamw_step
 from tensorlib.kernels.gelu import erf_float32, gelu_float32
 from tensorlib.kernels.generation import decoder_step

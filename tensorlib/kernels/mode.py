@@ -10,29 +10,27 @@ from __future__ import annotations
 from types import TracebackType
 
 from tensorlib import validation
+from tensorlib.ops.function import kernels_on, set_kernels_on
 
 __all__ = ["enabled", "is_reference_mode", "reference_mode", "set_reference_mode"]
-
-_reference = False
 
 
 def enabled() -> bool:
     """True when the kernels may run (reference mode is off)."""
-    return not _reference
+    return kernels_on()
 
 
 def is_reference_mode() -> bool:
     """True while the engine runs on its plain paths."""
-    return _reference
+    return not kernels_on()
 
 
 def set_reference_mode(on: bool) -> bool:
     """Turn reference mode on (True) or off (False) for the whole process; return the mode
-    that was in force before, so that a caller can restore it."""
-    global _reference
+    that was in force before, so that a caller can restore it. Reference mode is the kernel
+    table of ``tensorlib.ops.function`` switched off."""
     on = validation.boolean(on, "reference mode")
-    previous, _reference = _reference, on
-    return previous
+    return not set_kernels_on(not on)
 
 
 class reference_mode:  # lower case: used like a function, as torch.no_grad

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.ops.function import kernels_on
+
 __all__ = ["sole_reference"]
 
 
@@ -16,7 +18,9 @@ def _reference_count(array: Any) -> int:
 
 def sole_reference(array: Any) -> bool:
     """True when ``array`` owns its memory and only the caller's one local name refers to
-    it, so that nothing else can see it change (always False outside CPython).
+    it, so that nothing else can see it change (always False outside CPython, and in
+    reference mode). The backward engine asks it before keeping a gradient as ``.grad``
+    (installed by ``tensorlib.kernels``).
 
     Stands in for: ``False``, that is, the backward engine's plain rule that a leaf's
     ``.grad`` is a copy of any gradient the engine did not sum itself.
@@ -28,8 +32,8 @@ def sole_reference(array: Any) -> bool:
     ``.grad`` without a copy, one pass over every parameter's gradient saved per step
     (docs/performance.md, item 6 of "What changed"; benchmarks/run.py cases (a)-(c)).
     """
-    return (_SOLE_COUNT is not None and isinstance(array, np.ndarray) and array.base is None
-            and _reference_count(array) <= _SOLE_COUNT)
+    return (kernels_on() and _SOLE_COUNT is not None and isinstance(array, np.ndarray)
+            and array.base is None and _reference_count(array) <= _SOLE_COUNT)
 
 
 def _calibrate_sole_count() -> int | None:

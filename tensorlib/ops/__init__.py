@@ -1,7 +1,8 @@
 """Every differentiable op, one ``Function`` each, grouped by kind (fused ones included).
 
-Each is written as its formula, forward and backward side by side; where a faster way to
-compute the same thing exists, it calls a kernel from :mod:`tensorlib.kernels`.
+Each is written as its formula, forward and backward side by side. Where a faster way to
+compute the same thing exists, a subclass of the op registered with ``register_kernel``
+(``tensorlib.ops.function``) runs in its place, unless reference mode is on.
 """
 
 from tensorlib.ops.arithmetic import Add, Cast, Div, Maximum, Mul, Neg, Pow, PowScalar, Sub

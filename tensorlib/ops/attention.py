@@ -6,9 +6,8 @@ from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
-from tensorlib.kernels import row_sum
 from tensorlib.ops.function import Function
-from tensorlib.ops.softmax import softmax
+from tensorlib.ops.softmax import Softmax
 
 
 def _heads(qkv: Any, heads: int) -> tuple[Any, Any, Any]:
@@ -29,7 +28,9 @@ class CausalAttention(Function):
         dv = Pᵀ dO,   dP = dO vᵀ,   dS = scale · P ⊙ (dP - Σ_j dP ⊙ P),
         dq = dS k,    dk = dSᵀ q
 
-    written straight into the (B, T, 3, H, D) gradient of ``qkv`` through views.
+    written straight into the (B, T, 3, H, D) gradient of ``qkv`` through views. The steps
+    ``causal_softmax`` and ``row_sum`` are called through ``ctx.function`` (this op, or the
+    kernel registered in its place).
     """
 
     op_name = "causal_attention"
@@ -40,7 +41,7 @@ class CausalAttention(Function):
         query, key, value = _heads(qkv, heads)
         scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
         scores *= scores.dtype.type(scale)
-        probabilities = softmax(scores, causal=True)  # overwrites scores
+        probabilities = ctx.function.causal_softmax(scores, 0)  # may overwrite scores
         context = probabilities @ value  # (B, H, T, D)
         ctx.save_for_backward(qkv, probabilities)
         ctx.heads, ctx.scale = heads, scale
@@ -59,9 +60,16 @@ class CausalAttention(Function):
                                             for i in range(3))
         xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
         grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= row_sum(grad_scores * probabilities)
+        grad_scores -= ctx.function.row_sum(grad_scores * probabilities)
         grad_scores *= probabilities
         grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
         xp.matmul(grad_scores, key, out=grad_query)  # dq
         xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
         return grad_qkv.reshape(batch, length, triple)
+
+    causal_softmax = staticmethod(Softmax.causal_softmax)
+
+    @staticmethod
+    def row_sum(a: Any) -> Any:
+        """Σ over the last axis, kept as an axis of size 1."""
+        return a.sum(axis=-1, keepdims=True)

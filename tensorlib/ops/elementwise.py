@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -257,8 +256,7 @@ class Gelu(Function):
 
     The forward computes the slope dGELU/dx along with the value (when a gradient is
     wanted) and saves only the slope; the backward is grad · slope. Integer input gives a
-    float64 result, as numpy would. The exact form in float32 goes through the kernel
-    ``tensorlib.kernels.gelu_float32`` (one exp for value and slope).
+    float64 result, as numpy would.
     """
 
     op_name = "gelu"
@@ -273,8 +271,6 @@ class Gelu(Function):
         wanted = ctx.needs_input_grad[0]
         if approximate == "tanh":
             out, slope = tanh_gelu(a, wanted)
-        elif a.dtype == xp.float32 and kernels.enabled():
-            out, slope = kernels.gelu_float32(a, wanted)
         else:
             out, slope = exact_gelu(a, wanted)
         ctx.save_for_backward(slope)

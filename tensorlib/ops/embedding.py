@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -13,7 +12,8 @@ from tensorlib.ops.function import Function
 class Embedding(Function):
     """``weight[ids]``: rows of ``weight (V, C)`` picked by integer ``ids (...)`` (checked by
     ``tensorlib.nn.functional``). Backward: dW[v] = Σ dy[n] over the positions n whose id is
-    v (repeated ids accumulate)."""
+    v (repeated ids accumulate): the step ``rows_summed_by_id``, called through
+    ``ctx.function`` (this op, or the kernel registered in its place)."""
 
     op_name = "embedding"
 
@@ -25,12 +25,15 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
-        xp = array_module(grad)
         vocabulary, width = ctx.weight_shape
         ids = ctx.ids.reshape(-1)  # (N,)
         rows = grad.reshape(-1, width)  # (N, C)
-        if kernels.enabled():
-            return kernels.rows_summed_by_id(ids, rows, vocabulary)
-        full = xp.zeros(ctx.weight_shape, dtype=grad.dtype)  # (V, C)
+        return ctx.function.rows_summed_by_id(ids, rows, vocabulary)
+
+    @staticmethod
+    def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
+        """``(count, C)``: row v is the sum of the ``rows (N, C)`` whose id is v."""
+        xp = array_module(rows)
+        full = xp.zeros((count, rows.shape[1]), dtype=rows.dtype)  # (V, C)
         xp.add.at(full, ids, rows)
         return full

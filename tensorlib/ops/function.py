@@ -34,7 +34,7 @@ from tensorlib.autograd import Context
 from tensorlib.backend import device_of
 from tensorlib.tensor import Tensor, _is_floating
 
-__all__ = ["Function", "custom_gradient"]
+__all__ = ["Function", "custom_gradient", "kernels_on", "register_kernel", "set_kernels_on"]
 
 
 class Function:
@@ -60,14 +60,17 @@ class Function:
     @classmethod
     def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
-        a graph node on the output."""
+        a graph node on the output. A kernel registered for this op (see
+        :func:`register_kernel`) runs in its place, forward and backward, unless reference
+        mode is on."""
         arrays = _arrays_of(cls, inputs)
         needs = tuple([t._requires_grad for t in inputs]) if autograd.is_grad_enabled() \
             else (False,) * len(inputs)
+        function = _implementation(cls, arrays, params)
         # No gradient wanted (no_grad, or constant inputs): a throwaway ctx that saves nothing
-        ctx = Context(cls) if any(needs) else _Unrecorded(cls)
+        ctx = Context(function) if any(needs) else _Unrecorded(function)
         ctx.needs_input_grad = needs
-        output = cls.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
+        output = function.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
             else _timed_forward(ctx, arrays, params)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
@@ -78,12 +81,52 @@ class Function:
     @classmethod
     def forward_only(cls, *arrays: Any, **params: Any) -> Any:
         """``forward`` on raw arrays, with no gradient wanted and nothing saved or recorded:
-        the array ``apply`` computes under ``no_grad``, without the Tensors around it. For
-        kernels that run a whole inference step on arrays and must compute exactly what the
-        op computes (``tensorlib.kernels.decoder_step``)."""
-        ctx = _Unrecorded(cls)
+        the array ``apply`` computes under ``no_grad``, without the Tensors around it, for
+        code that runs a whole step on arrays and must compute exactly what the op
+        computes."""
+        function = _implementation(cls, arrays, params)
+        ctx = _Unrecorded(function)
         ctx.needs_input_grad = (False,) * len(arrays)
-        return cls.forward(ctx, *arrays, **params)
+        return function.forward(ctx, *arrays, **params)
+
+
+# -------------------------------------------------------------------- kernels in place of ops
+_KERNELS: dict[type[Function], type[Function]] = {}
+_kernels_on = True
+
+
+def register_kernel(op: type[Function], kernel: type[Function]) -> None:
+    """Let ``kernel`` run in place of ``op``: a subclass of ``op`` whose ``forward`` and
+    ``backward`` compute what the op's do, faster. If the kernel has a static method
+    ``applies(*arrays, **params)``, it stands in only for the calls where that is True."""
+    if not (isinstance(op, type) and issubclass(op, Function)):
+        raise TypeError(f"register_kernel: op must be a Function subclass, got {op!r}")
+    if not (isinstance(kernel, type) and issubclass(kernel, op) and kernel is not op):
+        raise TypeError(f"register_kernel: the kernel for {op.__name__} must be a subclass "
+                        f"of it, got {kernel!r}")
+    _KERNELS[op] = kernel
+
+
+def kernels_on() -> bool:
+    """True when registered kernels run in place of their ops (reference mode is off)."""
+    return _kernels_on
+
+
+def set_kernels_on(on: bool) -> bool:
+    """Switch the kernel table on or off for the whole process; return the previous state."""
+    global _kernels_on
+    previous, _kernels_on = _kernels_on, bool(on)
+    return previous
+
+
+def _implementation(op: type[Function], arrays: Sequence[Any],
+                    params: dict[str, Any]) -> type[Function]:
+    """The class whose forward and backward run for this call: ``op``'s kernel, or ``op``."""
+    kernel = _KERNELS.get(op) if _kernels_on else None
+    if kernel is None:
+        return op
+    applies = getattr(kernel, "applies", None)
+    return kernel if applies is None or applies(*arrays, **params) else op
 
 
 class _Unrecorded:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -26,7 +25,9 @@ class CrossEntropy(Function):
     Backward, per kept row: (softmax(logits) - ((1 - ε)·onehot(y) + ε/V)) · w, where w is
     the incoming gradient of that row's loss (divided by the kept count for "mean").
     ``targets`` are checked ids of shape ``logits.shape[:-1]`` with the ignored positions
-    holding any valid class (``tensorlib.nn.functional`` checks and prepares them).
+    holding any valid class (``tensorlib.nn.functional`` checks and prepares them). The
+    per-row steps, ``row_losses`` and ``row_gradients``, are called through ``ctx.function``
+    (this op, or the kernel registered in its place).
     """
 
     op_name = "cross_entropy"
@@ -38,14 +39,7 @@ class CrossEntropy(Function):
         classes = logits.shape[-1]
         targets = xp.asarray(targets).reshape(-1)  # (N,)
         flat = logits.reshape(-1, classes)  # (N, V)
-        if kernels.enabled():  # the same per-row work, over row blocks on the kernels' threads
-            log_probs, losses = kernels.cross_entropy_rows(flat, targets, label_smoothing)
-        else:
-            shifted = flat - flat.max(axis=-1, keepdims=True)
-            log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
-            losses = -log_probs[xp.arange(flat.shape[0]), targets]  # (N,)
-            if label_smoothing:
-                losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)
+        log_probs, losses = ctx.function.row_losses(flat, targets, label_smoothing)
         count = flat.shape[0]
         if kept is not None:
             kept = xp.asarray(kept).reshape(-1)
@@ -64,23 +58,40 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (log_probs,) = ctx.saved_tensors
-        xp = array_module(log_probs)
-        rows, classes = log_probs.shape
+        rows = log_probs.shape[0]
         if ctx.reduction == "none":
             weight = grad.reshape(rows, 1)  # each row's incoming gradient
         elif ctx.reduction == "sum":
             weight = grad
         else:
             weight = grad / max(ctx.count, 1)
-        if kernels.enabled():  # the same operations, over row blocks on the kernels' threads
-            probs = kernels.cross_entropy_backward(log_probs, ctx.targets, ctx.smoothing,
-                                                   weight, ctx.kept)
-            return probs.reshape(ctx.input_shape)
-        probs = xp.exp(log_probs)  # a fresh array: safe to change in place
-        if ctx.smoothing:
-            probs -= ctx.smoothing / classes
-        probs[xp.arange(rows), ctx.targets] -= 1.0 - ctx.smoothing
-        probs *= weight
-        if ctx.kept is not None:
-            probs *= ctx.kept[:, None]
+        probs = ctx.function.row_gradients(log_probs, ctx.targets, ctx.smoothing, weight,
+                                           ctx.kept)
         return probs.reshape(ctx.input_shape)
+
+    @staticmethod
+    def row_losses(logits: Any, targets: Any, label_smoothing: float) -> tuple[Any, Any]:
+        """``(log_probs (N, V), losses (N,))`` of logit rows ``(N, V)`` and targets ``(N,)``."""
+        xp = array_module(logits)
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
+        losses = -log_probs[xp.arange(logits.shape[0]), targets]  # (N,)
+        if label_smoothing:
+            losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)
+        return log_probs, losses
+
+    @staticmethod
+    def row_gradients(log_probs: Any, targets: Any, label_smoothing: float, weight: Any,
+                      kept: Any) -> Any:
+        """The logits' gradient ``(N, V)``: (softmax - target distribution) · weight, zero
+        in the rows ``kept`` marks False."""
+        xp = array_module(log_probs)
+        rows, classes = log_probs.shape
+        probs = xp.exp(log_probs)  # a fresh array: safe to change in place
+        if label_smoothing:
+            probs -= label_smoothing / classes
+        probs[xp.arange(rows), targets] -= 1.0 - label_smoothing
+        probs *= weight
+        if kept is not None:
+            probs *= kept[:, None]
+        return probs

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
-from tensorlib.kernels import column_sum
 from tensorlib.ops.function import Function
 
 
@@ -37,16 +35,12 @@ class MatMul(Function):
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_matmul_shapes(a, b)
         ctx.save_for_backward(a, b)
-        if a.ndim > 2 and b.ndim == 2 and kernels.enabled():
-            return kernels.shared_matmul(a, b)  # a batch of rows times one matrix
         return array_module(a).matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
         xp = array_module(a)
-        if a.ndim > 2 and b.ndim == 2 and kernels.enabled():
-            return kernels.shared_matmul_backward(a, b, grad, ctx.needs_input_grad)
         a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
         b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
         if b.ndim == 1:  # first, so that vec @ vec's 0-d grad becomes (1,) then (1, 1)
@@ -67,7 +61,8 @@ class Linear(Function):
     """y = x Wᵀ + b over the last axis of ``x (..., in)``, one node.
 
     The leading axes are folded into rows, so forward and each gradient are one matrix
-    product: with dy as rows (N, out), dx = dy W, dW = dyᵀ x, db = Σ_rows dy.
+    product: with dy as rows (N, out), dx = dy W, dW = dyᵀ x, db = Σ_rows dy (the step
+    ``column_sum``, called through ``ctx.function``: this op, or the kernel in its place).
     """
 
     op_name = "linear"
@@ -90,5 +85,10 @@ class Linear(Function):
         grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
         if len(wanted) == 2:
             return grad_x, grad_weight
-        grad_bias = column_sum(rows_grad) if wanted[2] else None
+        grad_bias = ctx.function.column_sum(rows_grad) if wanted[2] else None
         return grad_x, grad_weight, grad_bias
+
+    @staticmethod
+    def column_sum(rows: Any) -> Any:
+        """Σ over the rows of a 2-D array."""
+        return rows.sum(axis=0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -16,7 +15,9 @@ class LayerNorm(Function):
 
     With r = 1/sqrt(var + eps) and g = dy ⊙ weight (dy without a weight), the backward is
     dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ_rows dy ⊙ x̂, dbias = Σ_rows dy.
-    ``affine`` holds the weight and the bias that are present, in that order.
+    ``affine`` holds the weight and the bias that are present, in that order. The two steps,
+    ``normalize`` and ``gradients``, are called through ``ctx.function`` (this op, or the
+    kernel registered in its place).
     """
 
     op_name = "layer_norm"
@@ -24,56 +25,63 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
                 has_bias: bool) -> Any:
-        xp = array_module(x)
         weight = affine[0] if has_weight else None
         bias = affine[-1] if has_bias else None
-        if kernels.enabled():  # the same passes, over row blocks on the kernels' threads
-            out, normalized, inverse_std = kernels.layer_norm(x, weight, bias, eps)
-        else:
-            # Centred on each row's first entry before its mean is taken: a constant row
-            # then becomes exactly 0 (its output exactly ``bias``) at any magnitude.
-            normalized = x - x[..., :1]
-            normalized -= normalized.mean(axis=-1, keepdims=True)
-            variance = xp.square(normalized).mean(axis=-1, keepdims=True)  # biased, as PyTorch
-            inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
-            normalized *= inverse_std  # x̂
-            out = normalized if weight is None else normalized * weight
-            if bias is not None:
-                out = out + bias if out is normalized else xp.add(out, bias, out=out)
+        out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
         ctx.save_for_backward(normalized, inverse_std, weight)
         ctx.has_weight, ctx.has_bias = has_weight, has_bias
         return out
 
     @staticmethod
+    def normalize(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+        """``(out, x̂, r)``; ``weight`` and ``bias`` may be None."""
+        xp = array_module(x)
+        # Centred on each row's first entry before its mean is taken: a constant row
+        # then becomes exactly 0 (its output exactly ``bias``) at any magnitude.
+        normalized = x - x[..., :1]
+        normalized -= normalized.mean(axis=-1, keepdims=True)
+        variance = xp.square(normalized).mean(axis=-1, keepdims=True)  # biased, as PyTorch
+        inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
+        normalized *= inverse_std  # x̂
+        out = normalized if weight is None else normalized * weight
+        if bias is not None:
+            out = out + bias if out is normalized else xp.add(out, bias, out=out)
+        return out, normalized, inverse_std
+
+    @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         normalized, inverse_std, weight = ctx.saved_tensors
-        width = normalized.shape[-1]
         wanted = ctx.needs_input_grad
         want_weight, want_bias = ctx.has_weight and wanted[1], ctx.has_bias and wanted[-1]
-        if kernels.enabled():
-            dx, dweight, dbias = kernels.layer_norm_backward(
-                grad, normalized, inverse_std, weight, (wanted[0], want_weight, want_bias))
-        else:
-            dx = None
-            projected = grad * normalized  # dy ⊙ x̂
-            dweight = projected.reshape(-1, width).sum(axis=0) if want_weight else None
-            dbias = grad.reshape(-1, width).sum(axis=0) if want_bias else None
-            if wanted[0]:
-                xp = array_module(grad)
-                g = grad if weight is None else grad * weight
-                mean_g = g.mean(axis=-1, keepdims=True)
-                mean_g_normalized = (projected if weight is None else projected * weight).mean(
-                    axis=-1, keepdims=True)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
-                correction = xp.multiply(normalized, mean_g_normalized, out=projected)
-                correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
-                dx = g - correction
-                dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+        dx, dweight, dbias = ctx.function.gradients(grad, normalized, inverse_std, weight,
+                                                    (wanted[0], want_weight, want_bias))
         grads: list[Any] = [dx]
         if ctx.has_weight:
             grads.append(dweight)
         if ctx.has_bias:
             grads.append(dbias)
         return tuple(grads)
+
+    @staticmethod
+    def gradients(grad: Any, normalized: Any, inverse_std: Any, weight: Any,
+                  wanted: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        """``(dx, dweight, dbias)``, each None unless ``wanted``."""
+        width = normalized.shape[-1]
+        dx = None
+        projected = grad * normalized  # dy ⊙ x̂
+        dweight = projected.reshape(-1, width).sum(axis=0) if wanted[1] else None
+        dbias = grad.reshape(-1, width).sum(axis=0) if wanted[2] else None
+        if wanted[0]:
+            xp = array_module(grad)
+            g = grad if weight is None else grad * weight
+            mean_g = g.mean(axis=-1, keepdims=True)
+            mean_g_normalized = (projected if weight is None else projected * weight).mean(
+                axis=-1, keepdims=True)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
+            correction = xp.multiply(normalized, mean_g_normalized, out=projected)
+            correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
+            dx = g - correction
+            dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+        return dx, dweight, dbias
 
 
 class BatchNorm(Function):

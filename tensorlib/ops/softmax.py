@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorlib import kernels
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
@@ -25,13 +24,10 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
 
     With ``causal`` (``axis`` then is the last one) the scores of the last two axes,
     ``(..., T, offset + T)``, are masked first: query ``i`` sits at position ``offset + i``
-    and sees keys ``0 .. offset + i``; the other keys get probability exactly 0. Causal
-    scores must be a fresh array: ``tensorlib.kernels.causal_softmax_`` overwrites them.
+    and sees keys ``0 .. offset + i``; the other keys get probability exactly 0.
     """
     xp = array_module(scores)
     if causal:
-        if kernels.enabled():
-            return kernels.causal_softmax_(scores, offset)
         forbidden = causal_forbidden(xp, *scores.shape[-2:], offset)
         scores = xp.where(forbidden, scores.dtype.type(-xp.inf), scores)
     shifted = scores - scores.max(axis=axis, keepdims=True)
@@ -48,7 +44,8 @@ def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
 class Softmax(Function):
     """p = softmax(scale · x) along ``axis``; with ``causal=True`` causally masked (see
     ``softmax``). Backward: scale · p ⊙ (g - Σ g ⊙ p); masked entries get no gradient since
-    p = 0 there."""
+    p = 0 there. The causal forward is the step ``causal_softmax``, called through
+    ``ctx.function`` (this op, or the kernel registered in its place)."""
 
     op_name = "softmax"
 
@@ -58,10 +55,17 @@ class Softmax(Function):
         if causal:
             ctx.name = "causal_softmax"
         scaled = a * a.dtype.type(scale) if causal or scale != 1.0 else a  # causal: fresh
-        probabilities = softmax(scaled, axis, causal, offset)
+        probabilities = ctx.function.causal_softmax(scaled, offset) if causal \
+            else softmax(scaled, axis)
         ctx.save_for_backward(probabilities)
         ctx.axis, ctx.scale = axis, scale
         return probabilities
+
+    @staticmethod
+    def causal_softmax(scores: Any, offset: int) -> Any:
+        """The causal softmax of fresh ``scores (..., T, offset + T)``, which it may
+        overwrite."""
+        return softmax(scores, causal=True, offset=offset)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:

@@ -44,12 +44,12 @@ from tensorlib.nn.programmed import (
 from tensorlib.nn.quant import (
     NF4Linear,
     NF4Weight,
-    export_merged,
     model_memory_bytes,
     quantization_error,
     quantize_linear,
     quantize_model,
 )
+from tensorlib.nn.surgery import export_merged
 from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 from tensorlib.nn.wavenet import WaveNet, WaveNetLevel
 

@@ -9,20 +9,22 @@ as it was; training then moves only ``A`` and ``B`` (``rank · (in + out)`` numb
 of ``in · out``).
 
 As in peft, an adapted layer is a module of its own, :class:`LoRALinear`, put in the place
-of the Linear (or NF4Linear) it adapts. It registers that layer's parameters and buffers
-under their own names and the adapter as its child ``lora``, so the base names stay
+of the Linear it adapts, or of another layer standing in for one
+(:class:`~tensorlib.nn.surgery.LinearStandIn`: an NF4Linear, for QLoRA; this module knows
+it through that interface only). It registers that layer's parameters and buffers under
+their own names and the adapter as its child ``lora``, so the base names stay
 (``<layer>.weight``, ``<layer>.bias``) and the adapter's are ``<layer>.lora.A`` and
 ``<layer>.lora.B``. Adapters are ordinary parameters of the model: ``parameters()`` and
 ``state_dict()`` list them (a base checkpoint loads before attaching, or with
 ``strict=False``, which returns the adapter keys as missing) and ``to()`` moves them.
 :func:`lora_parameters` lists them alone, in module order, for an optimizer.
 :func:`merge_lora` folds ``(alpha / rank) · B A`` into the base weights and puts the base
-layers back; :func:`detach_lora` puts them back without merging.
+layers back; :func:`detach_lora` puts them back without merging. Layers are chosen by
+name with :func:`~tensorlib.nn.surgery.find_linear_layers` (re-exported here).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -33,7 +35,7 @@ from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.nn.layers import Linear, resolve_rng
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.nn.quant import NF4Linear
+from tensorlib.nn.surgery import LINEAR_LAYERS, LinearStandIn, find_linear_layers, replace_layer
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
@@ -90,14 +92,15 @@ class LowRankAdapter(Module):
                 f"rank={self.rank}, alpha={self.alpha:g}")
 
 
-class LoRALinear(Module):
+class LoRALinear(LinearStandIn):
     """A Linear or NF4Linear layer with a LoRA adapter: ``y = base(x) + lora(x)``.
 
-    ``LoRALinear(base, rank, alpha, rng)`` draws a :class:`LowRankAdapter` (taking the
-    base's dtype; float32 for an NF4 base) and freezes the base's parameters. It is meant
-    to take the base's place: :func:`attach_lora` swaps it into a model (by hand,
-    ``model.set_submodule(name, LoRALinear(model.get_submodule(name), 4, 8.0))`` does the
-    same, less the freezing of the rest of the model).
+    The base is a Linear or another :class:`~tensorlib.nn.surgery.LinearStandIn` (an
+    NF4Linear), not itself a LoRALinear. ``LoRALinear(base, rank, alpha, rng)`` draws a
+    :class:`LowRankAdapter` (taking the base's dtype; float32 for an NF4 base) and freezes
+    the base's parameters. It is meant to take the base's place: :func:`attach_lora` swaps
+    it into a model (by hand, ``model.set_submodule(name, LoRALinear(model.get_submodule(name),
+    4, 8.0))`` does the same, less the freezing of the rest of the model).
 
     What it registers, so that the model's names stay those of the base:
 
@@ -112,14 +115,14 @@ class LoRALinear(Module):
     ``parameters()``, ``state_dict()`` and ``to()`` reach them once, through this module.
     """
 
-    def __init__(self, base: Linear | NF4Linear, rank: int, alpha: float,
+    def __init__(self, base: Linear | LinearStandIn, rank: int, alpha: float,
                  rng: Rng | None = None):
         super().__init__()
-        if not isinstance(base, (Linear, NF4Linear)):
+        if isinstance(base, LoRALinear) or not isinstance(base, LINEAR_LAYERS):
             kind = "already has an adapter" if isinstance(base, LoRALinear) else "is not one"
             raise TypeError(f"LoRALinear adapts a Linear or NF4Linear; this "
                             f"{type(base).__name__} {kind}")
-        dtype = base.dtype if isinstance(base, NF4Linear) else base.weight.dtype
+        dtype = base.weight.dtype if isinstance(base, Linear) else base.dtype
         adapter = LowRankAdapter(base.in_features, base.out_features, rank, alpha, rng=rng,
                                  dtype=dtype)
         object.__setattr__(self, "base", base)  # a plain attribute: see the class docstring
@@ -143,6 +146,19 @@ class LoRALinear(Module):
                                "(merge_lora); use the base layer, .base")
         return self.base(x) + self.lora(x)  # the adapter's low-rank update on top
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the adapter, that of the base's float weight."""
+        return self.lora.A.dtype
+
+    def dense_weight(self) -> np.ndarray:
+        """The merged weight ``W + (alpha/rank) B A`` as a new array, ``W`` being the base
+        Linear's weight or the dense weight of another stand-in (a dequantized NF4 weight);
+        the layer itself is not changed."""
+        base = self.base
+        weight = base.weight.data if isinstance(base, Linear) else base.dense_weight()
+        return weight + self.lora.delta_weight().astype(weight.dtype)
+
     def merge(self) -> Linear:
         """Fold the adapter into the base weight, ``W += (alpha/rank) B A``, and return the
         base Linear (the same object, its ``trainable`` flags unchanged). This module is
@@ -162,44 +178,6 @@ class LoRALinear(Module):
 
 
 # ------------------------------------------------------------------------------- selection
-def _pattern_list(patterns: str | Iterable[str]) -> list[str]:
-    items = [patterns] if isinstance(patterns, str) else list(patterns)
-    if not items:
-        raise ValueError("no layer name patterns given")
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(f"layer name patterns must be strings, got {item!r}")
-    return items
-
-
-LINEAR_LAYERS = (Linear, NF4Linear, LoRALinear)
-
-
-def find_linear_layers(model: Module, patterns: str | Iterable[str] = "*"
-                       ) -> list[tuple[str, Module]]:
-    """The linear layers (Linear, NF4Linear, LoRALinear) of ``model`` whose dotted names
-    match any of ``patterns``.
-
-    Patterns are ``fnmatch`` patterns on the whole dotted name (``*`` also crosses dots):
-    ``"blocks.*.attention.output"``, ``"blocks.*.mlp_*"``, ``"*"``. The model itself, if it
-    is a linear layer, has the name ``""`` (matched by ``"*"``). Layers come in
-    ``named_modules`` order (an adapter's base is not listed apart from its LoRALinear).
-    Raises ValueError when a pattern matches no linear layer, listing the ones there.
-    """
-    if not isinstance(model, Module):
-        raise TypeError(f"expected a Module, got {type(model).__name__}")
-    items = _pattern_list(patterns)
-    linears = [(name, module) for name, module in model.named_modules()
-               if isinstance(module, LINEAR_LAYERS)]
-    for pattern in items:
-        if not any(fnmatch.fnmatchcase(name, pattern) for name, _ in linears):
-            available = ", ".join(repr(name) for name, _ in linears) or "none"
-            raise ValueError(f"pattern {pattern!r} matches no Linear layer of the "
-                             f"{type(model).__name__}; its Linear layers are: {available}")
-    return [(name, module) for name, module in linears
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in items)]
-
-
 def _lora_layers(model: Module) -> list[tuple[str, LoRALinear]]:
     if not isinstance(model, Module):
         raise TypeError(f"expected a Module, got {type(model).__name__}")
@@ -243,9 +221,8 @@ def attach_lora(model: Module, patterns: str | Iterable[str], rank: int, alpha: 
     adapted = [LoRALinear(layer, rank, alpha, rng=generator) for _, layer in layers]
     for parameter in frozen:
         parameter.trainable = False
-    for (name, layer), wrapper in zip(layers, adapted, strict=True):
-        wrapper.train(layer.training)
-        model.set_submodule(name, wrapper)
+    for (name, _), wrapper in zip(layers, adapted, strict=True):
+        replace_layer(model, name, wrapper)
     return [name for name, _ in layers]
 
 
@@ -274,15 +251,13 @@ def merge_lora(model: Module) -> list[str]:
     if not layers:
         raise ValueError(f"the {type(model).__name__} has no LoRA adapters to merge")
     _refuse_the_root(layers, model, "merge_lora", "use its .merge()")
-    quantized = [name for name, layer in layers if isinstance(layer.base, NF4Linear)]
+    quantized = [name for name, layer in layers if not isinstance(layer.base, Linear)]
     if quantized:
         raise ValueError(f"cannot merge adapters into NF4-quantized weights "
                          f"({', '.join(quantized)}); "
                          "use tensorlib.nn.quant.export_merged to get merged float32 weights")
     for name, layer in layers:
-        base = layer.merge()
-        base.train(layer.training)
-        model.set_submodule(name, base)
+        replace_layer(model, name, layer.merge())
     return [name for name, _ in layers]
 
 
@@ -296,7 +271,6 @@ def detach_lora(model: Module) -> dict[str, LowRankAdapter]:
     _refuse_the_root(layers, model, "detach_lora", "its .base is the layer")
     removed = {}
     for name, layer in layers:
-        layer.base.train(layer.training)
-        model.set_submodule(name, layer.base)
+        replace_layer(model, name, layer.base)
         removed[name] = layer.lora
     return removed

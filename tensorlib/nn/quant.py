@@ -1,4 +1,4 @@
-"""NF4 weight quantization and QLoRA (Dettmers et al., 2023).
+"""NF4 weight quantization, the base of QLoRA (Dettmers et al., 2023).
 
 A weight is cut, in C order, into blocks of ``block_size`` numbers. Each block is divided by
 its largest magnitude (``absmax``, kept as float32), so its values lie in [-1, 1], and each
@@ -14,9 +14,14 @@ blocks (the last block's absmax is that of its real elements); the padding codes
 and dropped on dequantization. ``block_size`` must be a positive even integer, so that a
 byte never holds codes of two different blocks.
 
-QLoRA keeps the NF4 base weights frozen and trains LoRA adapters on top
-(:func:`tensorlib.nn.lora.attach_lora`); :func:`export_merged` turns such a model back into
-float32 weights under the original names, loadable by a plain model.
+:class:`NF4Linear` takes a Linear's place in its model (:func:`quantize_model`), as a
+:class:`~tensorlib.nn.surgery.LinearStandIn`. QLoRA keeps the NF4 base weights frozen and
+trains LoRA adapters on top (:func:`tensorlib.nn.lora.attach_lora` wraps an NF4Linear as it
+wraps a Linear); this module knows adapters only through that interface (a stand-in whose
+``base`` is a layer), never imports :mod:`tensorlib.nn.lora`, and quantizes no layer that
+has one. :func:`export_merged` (from :mod:`tensorlib.nn.surgery`, re-exported here) turns
+such a model back into float32 weights under the original names, loadable by a plain model;
+:func:`memory_report` counts its bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +41,13 @@ from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
 from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.surgery import (
+    LINEAR_LAYERS,
+    LinearStandIn,
+    export_merged,
+    find_linear_layers,
+    replace_layer,
+)
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -264,7 +276,7 @@ def _check_not_held(name: str, layer: Linear) -> None:
         "released tensor; delete them (or build the optimizer after quantizing) and try again")
 
 
-class NF4Linear(Module):
+class NF4Linear(LinearStandIn):
     """A Linear layer whose weight is stored in NF4: ``y = x Ŵᵀ + b``, with ``Ŵ``
     dequantized from the codes on every call (nothing is cached) and never trained.
 
@@ -317,10 +329,14 @@ class NF4Linear(Module):
         return NF4Weight(self.codes.data, self.absmax.data,
                          (self.out_features, self.in_features), self.block_size, self.dtype)
 
+    def dense_weight(self) -> Any:
+        """``Ŵ``, the weight dequantized from the codes: a new ``dtype`` array."""
+        return self.quantized.dequantize()
+
     def forward(self, x: Tensor) -> Tensor:
         """``x (..., in_features)`` → ``(..., out_features)``."""
         check_input(x, "NF4Linear", self.in_features)
-        weight = Tensor(self.quantized.dequantize())  # a constant: NF4 weights do not train
+        weight = Tensor(self.dense_weight())  # a constant: NF4 weights do not train
         return F.linear(x, weight, self.bias)  # x Ŵᵀ + b
 
     def extra_repr(self) -> str:
@@ -328,17 +344,20 @@ class NF4Linear(Module):
                 f"bias={self.bias is not None}, weight=NF4(block_size={self.block_size})")
 
 
-def _quantized_layers(layers: list[tuple[str, Linear]], block_size: int
+def _has_adapter(layer: Module) -> bool:
+    """Whether ``layer`` is a stand-in that wraps another layer (a LoRALinear)."""
+    return isinstance(layer, LinearStandIn) and layer.base is not None
+
+
+def _quantized_layers(layers: list[tuple[str, Module]], block_size: int
                       ) -> list[NF4Linear]:
     """Check every layer, quantize each into a new NF4Linear (staging: nothing changes
     yet), and return them; raises, changing nothing, if any layer cannot be quantized."""
-    from tensorlib.nn.lora import LoRALinear  # lora imports this module
-
     block_size = check_block_size(block_size)
     done = [name or "(root)" for name, layer in layers if isinstance(layer, NF4Linear)]
     if done:
         raise ValueError(f"these layers are already NF4-quantized: {', '.join(done)}")
-    adapted = [name or "(root)" for name, layer in layers if isinstance(layer, LoRALinear)]
+    adapted = [name or "(root)" for name, layer in layers if _has_adapter(layer)]
     if adapted:
         raise ValueError(f"these layers have a LoRA adapter: {', '.join(adapted)}; quantize "
                          "before attaching adapters (QLoRA), or merge_lora / detach_lora first")
@@ -377,9 +396,7 @@ def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Linear:
     variable, an optimizer, a recorded graph); ValueError for a layer that is already NF4,
     has a LoRA adapter, or is a child of a model; TypeError for anything else.
     """
-    from tensorlib.nn.lora import LoRALinear  # lora imports this module
-
-    if not isinstance(linear, (Linear, NF4Linear, LoRALinear)):
+    if not isinstance(linear, LINEAR_LAYERS):
         raise TypeError(f"quantize_linear takes a Linear, got {type(linear).__name__}")
     if linear._parent_registered:
         raise ValueError("this Linear is a child of a model; quantize_model(model, name) "
@@ -392,7 +409,7 @@ def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Linear:
 def quantize_model(model: Module, patterns: str | Iterable[str] = "*",
                    block_size: int = 64) -> list[str]:
     """Put an :class:`NF4Linear` in the place of every Linear of ``model`` whose dotted
-    name matches ``patterns`` (``fnmatch``, as in :func:`tensorlib.nn.lora.attach_lora`).
+    name matches ``patterns`` (see :func:`~tensorlib.nn.surgery.find_linear_layers`).
 
     Parameter names stay, less each quantized ``<layer>.weight``; each replaced Linear's
     float weight is released (see :func:`quantize_linear`). All-or-nothing: every layer is
@@ -401,15 +418,13 @@ def quantize_model(model: Module, patterns: str | Iterable[str] = "*",
     an error, not skipped). Returns the layer names. The model itself cannot be replaced:
     for a lone Linear use :func:`quantize_linear`.
     """
-    from tensorlib.nn.lora import find_linear_layers  # lora imports this module
-
     layers = find_linear_layers(model, patterns)
     if any(name == "" for name, _ in layers):
         raise ValueError(f"the {type(model).__name__} itself matches; quantize_model replaces "
                          "layers inside a model: use quantize_linear for a lone Linear")
     staged = _quantized_layers(layers, block_size)
     for (name, layer), quantized in zip(layers, staged, strict=True):
-        model.set_submodule(name, quantized)
+        replace_layer(model, name, quantized)
         _release_weight(layer)
     return [name for name, _ in layers]
 
@@ -432,86 +447,48 @@ def dequantize_model(model: Module) -> list[str]:
     ``model``, under the same names; returns their names. Raises ValueError, changing
     nothing, if an NF4 layer has a LoRA adapter (``export_merged`` gives float weights of
     such a model; ``merge_lora`` cannot merge into NF4)."""
-    from tensorlib.nn.lora import LoRALinear  # lora imports this module
-
     if isinstance(model, NF4Linear):
         raise ValueError("the model itself is an NF4Linear: use dequantize_linear")
     adapted = [name for name, m in model.named_modules()
-               if isinstance(m, LoRALinear) and isinstance(m.base, NF4Linear)]
+               if _has_adapter(m) and isinstance(m.base, NF4Linear)]
     if adapted:
         raise ValueError(f"these NF4 layers have a LoRA adapter: {', '.join(adapted)}; "
                          "detach_lora first, or use export_merged for float weights")
     layers = [(name, m) for name, m in model.named_modules() if isinstance(m, NF4Linear)]
     for name, layer in zip([n for n, _ in layers], [dequantize_linear(m) for _, m in layers],
                            strict=True):
-        model.set_submodule(name, layer)
+        replace_layer(model, name, layer)
     return [name for name, _ in layers]
 
 
-def _own_state(module: Module) -> list[tuple[str, Tensor]]:
-    """What ``state_dict`` holds of ``module`` itself: its parameters, then its persistent
-    buffers."""
-    return [*module.named_parameters(recurse=False),
-            *[(name, buffer) for name, buffer in module.named_buffers(recurse=False)
-              if name not in module._non_persistent_buffers]]
-
-
-def export_merged(model: Module) -> dict[str, np.ndarray]:
-    """Float weights of ``model`` under its base names, as numpy arrays (copies).
-
-    NF4 weights are dequantized and every LoRA adapter is folded in
-    (``W + (alpha/rank) B A``); other parameters and persistent buffers are copied; the
-    adapters' own ``<layer>.lora.*`` entries are left out. The keys and order are those of
-    the unquantized model's ``state_dict()``, so a plain model of the same configuration
-    loads the result with ``load_state_dict`` (strict) and computes the same outputs.
-    The model itself is not changed.
-    """
-    from tensorlib.nn.lora import LoRALinear  # lora imports this module
-
+def _adapter_parameters(model: Module) -> list[Parameter]:
+    """The parameters that stand-ins wrapping a layer add to it (LoRA adapters), in
+    ``named_modules`` order."""
     if not isinstance(model, Module):
-        raise TypeError(f"export_merged takes a Module, got {type(model).__name__}")
-    state: dict[str, np.ndarray] = {}
-    adapters: list[str] = []
-    for module_name, module in model.named_modules():
-        if any(module_name == a or module_name.startswith(a + ".") for a in adapters):
-            continue  # an adapter: folded into its layer's weight
-        prefix = module_name + "." if module_name else ""
-        base = module.base if isinstance(module, LoRALinear) else module
-        if isinstance(module, LoRALinear):
-            adapters.append(prefix + "lora")
-        if isinstance(base, NF4Linear):
-            weight = base.quantized.dequantize()
-        elif isinstance(module, LoRALinear):
-            weight = base.weight.data
-        else:
-            for name, tensor in _own_state(module):
-                state[prefix + name] = np.array(_to_numpy(tensor.data), copy=True)
-            continue
-        if isinstance(module, LoRALinear):
-            weight = weight + module.lora.delta_weight().astype(weight.dtype)
-        state[prefix + "weight"] = np.array(_to_numpy(weight), copy=True)
-        if base.bias is not None:
-            state[prefix + "bias"] = np.array(_to_numpy(base.bias.data), copy=True)
-    return state
+        raise TypeError(f"expected a Module, got {type(model).__name__}")
+    adapters = []
+    for _, module in model.named_modules():
+        if _has_adapter(module):
+            kept = {id(p) for p in module.base.parameters()}
+            adapters += [p for p in module.parameters() if id(p) not in kept]
+    return adapters
 
 
 def memory_report(model: Module) -> dict[str, int]:
     """Bytes held by ``model``: ``float_parameters`` (the float parameters of the base
     model: what ``parameters()`` lists, less the adapters), ``lora_parameters`` (the
     adapters), ``nf4_codes``, ``nf4_scales`` and their ``total``."""
-    from tensorlib.nn.lora import LoRALinear, lora_parameters  # lora imports this module
-
-    adapters = lora_parameters(model)
-    adapter_ids = {id(p) for p in adapters.values()}
+    adapters = _adapter_parameters(model)
+    adapter_ids = {id(p) for p in adapters}
     report = {
         "float_parameters": sum(int(p.data.nbytes) for p in model.parameters()
                                 if id(p) not in adapter_ids),
-        "lora_parameters": sum(int(p.data.nbytes) for p in adapters.values()),
+        "lora_parameters": sum(int(p.data.nbytes) for p in adapters),
         "nf4_codes": 0,
         "nf4_scales": 0,
     }
     for _, module in model.named_modules():
-        layer = module.base if isinstance(module, LoRALinear) else module
+        layer = module.base if _has_adapter(module) else module
         if isinstance(layer, NF4Linear):
             report["nf4_codes"] += int(layer.codes.data.nbytes)
             report["nf4_scales"] += int(layer.absmax.data.nbytes)

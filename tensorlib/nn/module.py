@@ -10,6 +10,7 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -87,14 +88,19 @@ class IncompatibleKeys(NamedTuple):
 
 class RemovableHandle:
     """What ``register_forward_hook`` returns: ``remove()`` takes the hook off again (a second
-    call does nothing). Also a context manager that removes the hook on exit."""
+    call does nothing). Also a context manager that removes the hook on exit.
 
-    def __init__(self, hooks: dict[int, Callable[..., Any]], key: int):
+    ``id``, the hook's key in ``hooks``, comes from one counter shared by every handle, as in
+    PyTorch: ids are never reused, so a handle can only ever remove its own hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict[int, Callable[..., Any]]):
         self._hooks = hooks
-        self._key = key
+        self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:
-        self._hooks.pop(self._key, None)
+        self._hooks.pop(self.id, None)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -219,16 +225,15 @@ class Module:
                 f"of another module; cannot register it again as '{name}'"
             )
         leaving = set() if replaced is None else {id(m) for m in replaced.modules()}
-        staying = [(n, m) for n, m in tree.named_modules() if id(m) not in leaving]
-        own_modules = {id(m): n for n, m in staying}
+        own_modules = {id(m): n for n, m in tree.named_modules() if id(m) not in leaving}
         for _sub_name, sub in module.named_modules():
             if id(sub) in own_modules:
                 raise ValueError(
                     f"module '{name}' contains a module already registered here "
                     f"as '{own_modules[id(sub)] or '(root)'}'"
                 )
-        own_parameters = {id(p): (n + "." if n else "") + parameter_name
-                          for n, m in staying for parameter_name, p in m._parameters.items()}
+        own_parameters = {id(p): n for n, p in tree._named_members(
+            lambda m: () if id(m) in leaving else m._parameters.items())}
         for sub_name, parameter in module.named_parameters(include_frozen=True):
             if id(parameter) in own_parameters:
                 raise ValueError(
@@ -294,29 +299,58 @@ class Module:
         )
 
     # ------------------------------------------------------------------------ traversal
+    def _named_members(
+        self,
+        members: Callable[[Module], Iterable[tuple[str, Any]]],
+        recurse: bool = True,
+        remove_duplicate: bool = False,
+        children_first: bool = False,
+    ) -> Iterator[tuple[str, Any]]:
+        """The one walk over the tree that every listing below is made from (PyTorch's
+        ``_named_members``): ``(dotted name, member)`` for each ``(name, member)`` that
+        ``members(module)`` gives, the name relative to this module ("" is the module itself).
+
+        Depth first in registration order, each module's members before its children's (after
+        them with ``children_first``); only this module's with ``recurse=False``.
+        ``remove_duplicate`` skips an object given before (a tensor two modules share)."""
+        seen: set[int] = set()
+        stack: list[tuple[str, Module, bool]] = [("", self, False)]  # path, module, expanded
+        while stack:
+            path, module, expanded = stack.pop()
+            if children_first and recurse and not expanded:
+                stack.append((path, module, True))
+                stack.extend((_join(path, name), child, False)
+                             for name, child in reversed(module._modules.items()))
+                continue
+            for name, member in members(module):
+                if remove_duplicate:
+                    if id(member) in seen:
+                        continue
+                    seen.add(id(member))
+                yield _join(path, name), member
+            if recurse and not children_first:  # read after the yields, as the caller left it
+                stack.extend((_join(path, name), child, False)
+                             for name, child in reversed(module._modules.items()))
+
     def named_parameters(
         self, prefix: str = "", include_frozen: bool = True, recurse: bool = True
     ) -> Iterator[tuple[str, Parameter]]:
-        """``(dotted_name, parameter)`` depth-first: own parameters, then each child's
-        (only the own ones with ``recurse=False``)."""
-        for name, parameter in self._parameters.items():
+        """``(prefix + dotted_name, parameter)`` depth-first: own parameters, then each
+        child's (only the own ones with ``recurse=False``)."""
+        for name, parameter in self._named_members(lambda m: m._parameters.items(), recurse):
             if include_frozen or parameter.trainable:
                 yield prefix + name, parameter
-        if recurse:
-            for name, child in self._modules.items():
-                yield from child.named_parameters(prefix + name + ".", include_frozen)
 
     def named_buffers(self, prefix: str = "", recurse: bool = True
                       ) -> Iterator[tuple[str, Tensor]]:
-        """``(dotted_name, buffer)`` depth-first: own buffers, then each child's (only the
-        own ones with ``recurse=False``)."""
-        if not recurse:
-            yield from ((prefix + name, buffer) for name, buffer in self._buffers.items())
-            return
-        for name, module in self.named_modules(prefix.rstrip(".")):
-            joined = name + "." if name else ""
-            for buffer_name, buffer in module._buffers.items():
-                yield joined + buffer_name, buffer
+        """``(prefix + dotted_name, buffer)`` depth-first: own buffers, then each child's (only
+        the own ones with ``recurse=False``). When recursing, ``prefix`` names a module: its
+        trailing dot is optional."""
+        if recurse:
+            stem = prefix.rstrip(".")
+            prefix = stem + "." if stem else ""
+        yield from ((prefix + name, buffer) for name, buffer
+                    in self._named_members(lambda m: m._buffers.items(), recurse))
 
     def buffers(self) -> list[Tensor]:
         """All buffers in a stable depth-first registration order."""
@@ -325,13 +359,7 @@ class Module:
     def _named_state(self) -> Iterator[tuple[str, Tensor]]:
         """What ``state_dict`` holds, in its order: per module depth-first, its parameters,
         then its persistent buffers."""
-        for name, module in self.named_modules():
-            joined = name + "." if name else ""
-            for parameter_name, parameter in module._parameters.items():
-                yield joined + parameter_name, parameter
-            for buffer_name, buffer in module._buffers.items():
-                if buffer_name not in module._non_persistent_buffers:
-                    yield joined + buffer_name, buffer
+        return self._named_members(_own_state)
 
     def parameters(self, include_frozen: bool = True) -> list[Parameter]:
         """All parameters in a stable depth-first registration order."""
@@ -348,12 +376,8 @@ class Module:
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """This module (name ``prefix``, "" at the root) and every descendant, depth-first."""
-        stack: list[tuple[str, Module]] = [(prefix, self)]
-        while stack:
-            name, module = stack.pop()
-            yield name, module
-            joined = name + "." if name else ""
-            stack.extend(reversed([(joined + n, m) for n, m in module._modules.items()]))
+        for name, module in self._named_members(lambda m: (("", m),)):
+            yield _join(prefix, name), module
 
     def modules(self) -> list[Module]:
         return [m for _, m in self.named_modules()]
@@ -392,12 +416,17 @@ class Module:
 
     # ------------------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> Module:
-        """Set training mode on this module and every descendant; returns self."""
-        for module in self.modules():
-            object.__setattr__(module, "training", bool(mode))
+        """Set ``training`` to ``mode`` on this module, then call each child's ``train(mode)``
+        (as PyTorch), so a subclass that overrides ``train`` is reached when an ancestor
+        changes mode; returns self."""
+        mode = bool(mode)
+        object.__setattr__(self, "training", mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self) -> Module:
+        """``train(False)``; returns self."""
         return self.train(False)
 
     def zero_grad(self) -> None:
@@ -405,16 +434,51 @@ class Module:
         for parameter in self.parameters():
             parameter.grad = None
 
-    # ------------------------------------------------------------------------ devices
+    # ------------------------------------------------------------------------ conversion
+    def _apply(self, fn: Callable[[Any], Any], convert_grads: bool = True) -> Module:
+        """Give every parameter and buffer of the tree ``fn(data)`` as its data, in place;
+        returns self. What ``to``, ``float`` and ``double`` are made of (as in PyTorch).
+
+        ``fn`` takes an array and returns an array of the same shape (a Parameter's stays
+        floating), or the array itself to leave that tensor untouched (same array, version
+        and grad). Tensors are visited children first, each module's parameters before its
+        buffers, a tensor shared by two modules once. The conversion is one transaction:
+        ``fn`` runs on every tensor first, and only when all calls succeeded does each changed
+        tensor take its new array (the same Tensor or Parameter object, so an optimizer
+        holding it still does, with its ``trainable`` flag), its version bump, and its
+        gradient become ``fn(grad)`` as in PyTorch (None with ``convert_grads=False``). If
+        ``fn`` raises or returns a bad array, nothing changes."""
+        staged: list[tuple[Tensor, Any, Any]] = []
+        for name, tensor in self._named_members(_own_tensors, remove_duplicate=True,
+                                                children_first=True):
+            array = fn(tensor.data)
+            if array is tensor.data:
+                continue
+            if not (hasattr(array, "shape") and hasattr(array, "dtype")) \
+                    or tuple(array.shape) != tensor.shape:
+                raise ValueError(f"_apply: fn turned '{name}' of shape {tensor.shape} into "
+                                 f"{type(array).__name__} of shape "
+                                 f"{getattr(array, 'shape', None)}; it must keep the shape")
+            if isinstance(tensor, Parameter) and array.dtype.kind != "f":
+                raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
+                                 f"{array.dtype}; a Parameter must be floating point")
+            grad = fn(tensor.grad) if convert_grads and tensor.grad is not None else None
+            staged.append((tensor, array, grad))
+        for tensor, array, grad in staged:  # plain assignments, which cannot fail
+            tensor._data = array
+            tensor._bump_version()
+            tensor.grad = grad
+        return self
+
     def to(self, device: str) -> Module:
         """Move every parameter and buffer of the whole tree to ``device``; returns self.
 
-        The move is one transaction. It checks the device (ValueError for an unknown name,
-        listing the known ones; RuntimeError saying why for one not available here), then
-        copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and scales,
-        LoRA adapters and anything else a module registers are among them) to the device.
-        Only when every copy succeeded does it commit: each moved tensor gets its new array
-        in place (the same Tensor object), its version bumps and its gradient is dropped
+        The move is one transaction (``_apply``). It checks the device (ValueError for an
+        unknown name, listing the known ones; RuntimeError saying why for one not available
+        here), then copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and
+        scales, LoRA adapters and anything else a module registers are among them) to the
+        device. Only when every copy succeeded does it commit: each moved tensor gets its new
+        array in place (the same Tensor object), its version bumps and its gradient is dropped
         (``grad = None``; an old gradient lives on the old device). Tensors already on
         ``device`` are not touched (same array, version and grad). If a copy fails, nothing
         changes and the error propagates.
@@ -423,18 +487,21 @@ class Module:
         see new versions and refuse to run backward, and optimizer state stays behind.
         """
         backend = require_backend(device)  # ValueError / RuntimeError before any work
-        tensors: dict[int, Tensor] = {}
-        for tensor in [*self.parameters(), *self.buffers()]:
-            tensors.setdefault(id(tensor), tensor)
-        # Prepare: every destination array first; the tree is untouched until all succeeded.
-        staged = [(tensor, copy_to_backend(backend, tensor.data))
-                  for tensor in tensors.values() if device_of(tensor.data) != device]
-        # Commit: plain assignments, which cannot fail.
-        for tensor, array in staged:
-            tensor._data = array
-            tensor._bump_version()
-            tensor.grad = None
-        return self
+
+        def move(array: Any) -> Any:
+            return array if device_of(array) == device else copy_to_backend(backend, array)
+
+        return self._apply(move, convert_grads=False)
+
+    def float(self) -> Module:
+        """Cast every floating parameter and buffer (and gradient) to float32, in place
+        (``_apply``); integer buffers keep their dtype. Returns self."""
+        return self._apply(_floating_to(np.dtype(np.float32)))
+
+    def double(self) -> Module:
+        """Cast every floating parameter and buffer (and gradient) to float64, in place
+        (``_apply``); integer buffers keep their dtype. Returns self."""
+        return self._apply(_floating_to(np.dtype(np.float64)))
 
     # ------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, np.ndarray]:
@@ -511,9 +578,9 @@ class Module:
         whose ``remove()`` takes the hook off."""
         if not callable(hook):
             raise TypeError(f"a forward hook must be callable, got {type(hook).__name__}")
-        key = max(self._forward_hooks, default=-1) + 1
-        self._forward_hooks[key] = hook
-        return RemovableHandle(self._forward_hooks, key)
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        return handle
 
     def extra_repr(self) -> str:
         """One line of configuration shown by ``repr`` (override in layers)."""
@@ -531,6 +598,32 @@ class Module:
             lines.extend("  " + line for line in child_lines[1:])
         lines.append(")")
         return "\n".join(lines)
+
+
+def _join(path: str, name: str) -> str:
+    """``path.name``, or whichever of the two is not empty."""
+    return f"{path}.{name}" if path and name else path or name
+
+
+def _own_state(module: Module) -> Iterator[tuple[str, Tensor]]:
+    """A module's own entries of ``state_dict``: its parameters, then persistent buffers."""
+    yield from module._parameters.items()
+    for name, buffer in module._buffers.items():
+        if name not in module._non_persistent_buffers:
+            yield name, buffer
+
+
+def _own_tensors(module: Module) -> Iterator[tuple[str, Tensor]]:
+    """A module's own parameters, then all its buffers: what ``_apply`` converts."""
+    yield from module._parameters.items()
+    yield from module._buffers.items()
+
+
+def _floating_to(dtype: np.dtype) -> Callable[[Any], Any]:
+    """An ``_apply`` function: a floating array as ``dtype``, any other array as it is."""
+    def cast(array: Any) -> Any:
+        return array.astype(dtype) if array.dtype.kind == "f" and array.dtype != dtype else array
+    return cast
 
 
 def _as_buffer(value: Any, name: str) -> Tensor:

@@ -45,8 +45,11 @@ lint: setup
 # Every core: a pytest-xdist worker per core (-n auto), each notebook's cells kept together on
 # one worker (--dist loadfile, in the order conftest.py sets), one BLAS thread per worker so that
 # the workers do not compete for the cores. nbval's settings (sanitize rules, drawings) live in
-# conftest.py, so `pytest --nbval notebooks/` checks the same way.
-TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# conftest.py, so `pytest --nbval notebooks/` checks the same way. Python writes its compiled
+# modules (__pycache__/, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: the 48
+# notebook kernels each import tensorlib, and compiling it anew each time cost a third of a
+# second per process.
+TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
 test: setup

@@ -340,8 +340,6 @@ def _check_linear(x: Any, weight: Any, bias: Any) -> None:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x (..., in) @ weight (out, in)ᵀ + bias (out,)`` → ``(..., out)``. One fused node."""
     _check_linear(x, weight, bias)
-    if bias is None:
-        return ops.Linear.apply(x, weight)
     return ops.Linear.apply(x, weight, bias)
 
 
@@ -496,9 +494,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             for running, batch in ((running_mean, batch_mean), (running_var, batch_var)):
                 if running is not None:
                     running.mul_(1.0 - momentum).add_(batch.astype(running.dtype), alpha=momentum)
-    affine = [t for t in (weight, bias) if t is not None]
-    return ops.BatchNorm.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
-                               has_bias=bias is not None)
+    return ops.BatchNorm.apply(x, weight, bias, eps=float(eps))
 
 
 def batch_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,

@@ -39,8 +39,7 @@ class CausalAttention(Function):
     def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
         batch, length, triple = qkv.shape
         query, key, value = _heads(qkv, heads)
-        scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
-        scores *= scores.dtype.type(scale)
+        scores = (query @ key.transpose(0, 1, 3, 2)) * qkv.dtype.type(scale)  # (B, H, T, T)
         probabilities = ctx.function.causal_softmax(scores, 0)  # may overwrite scores
         context = probabilities @ value  # (B, H, T, D)
         ctx.save_for_backward(qkv, probabilities)
@@ -55,17 +54,15 @@ class CausalAttention(Function):
         heads, width = ctx.heads, triple // 3 // ctx.heads
         query, key, value = _heads(qkv, heads)
         grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # dO
-        grad_qkv = xp.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
-        grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
-                                            for i in range(3))
-        xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
-        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= ctx.function.row_sum(grad_scores * probabilities)
-        grad_scores *= probabilities
-        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
-        xp.matmul(grad_scores, key, out=grad_query)  # dq
-        xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
-        return grad_qkv.reshape(batch, length, triple)
+        grad_value = probabilities.transpose(0, 1, 3, 2) @ grad_out  # dv (B, H, T, D)
+        grad_probabilities = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
+        grad_scores = ((grad_probabilities
+                        - ctx.function.row_sum(grad_probabilities * probabilities))
+                       * probabilities) * qkv.dtype.type(ctx.scale)  # dS
+        grad_query = grad_scores @ key  # dq
+        grad_key = grad_scores.transpose(0, 1, 3, 2) @ query  # dk
+        grad_qkv = xp.stack([grad_query, grad_key, grad_value], axis=2)  # (B, H, 3, T, D)
+        return grad_qkv.transpose(0, 3, 2, 1, 4).reshape(batch, length, triple)
 
     causal_softmax = staticmethod(Softmax.causal_softmax)
 

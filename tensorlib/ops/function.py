@@ -44,7 +44,8 @@ class Function:
     one gradient per array input (a single array when there is one input), or None where an
     input needs no gradient; ``ctx.needs_input_grad`` says which are wanted. It is set before
     ``forward`` runs (all False under ``no_grad``), so a forward may skip saving, or computing,
-    what no backward will need.
+    what no backward will need. An optional input may be None (a layer without a bias): the
+    forward receives None for it, and it wants no gradient.
     """
 
     op_name: str | None = None
@@ -64,8 +65,8 @@ class Function:
         :func:`register_kernel`) runs in its place, forward and backward, unless reference
         mode is on."""
         arrays = _arrays_of(cls, inputs)
-        needs = tuple([t._requires_grad for t in inputs]) if autograd.is_grad_enabled() \
-            else (False,) * len(inputs)
+        needs = tuple([t is not None and t._requires_grad for t in inputs]) \
+            if autograd.is_grad_enabled() else (False,) * len(inputs)
         function = _implementation(cls, arrays, params)
         # No gradient wanted (no_grad, or constant inputs): a throwaway ctx that saves nothing
         ctx = Context(function) if any(needs) else _Unrecorded(function)
@@ -146,10 +147,10 @@ class _Unrecorded:
 def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
     arrays = []
     for position, value in enumerate(inputs):
-        if not isinstance(value, Tensor):
+        if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"{function.__name__}.apply: input {position} is a "
-                            f"{type(value).__name__}, expected a Tensor")
-        arrays.append(value._data)
+                            f"{type(value).__name__}, expected a Tensor or None")
+        arrays.append(None if value is None else value._data)
     return arrays
 
 
@@ -165,16 +166,17 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
     dtypes its gradients must have, and the versions of the tensors whose arrays it saved
     (to catch in-place changes between forward and backward)."""
     ctx.next = tuple(
-        (t.grad_fn if t.grad_fn is not None else t) if t._requires_grad else None
+        (t.grad_fn if t.grad_fn is not None else t) if t is not None and t._requires_grad
+        else None
         for t in inputs
     )
-    ctx.input_shapes = tuple([t._data.shape for t in inputs])
-    ctx.input_dtypes = tuple([t._data.dtype for t in inputs])
+    ctx.input_shapes = tuple([None if t is None else t._data.shape for t in inputs])
+    ctx.input_dtypes = tuple([None if t is None else t._data.dtype for t in inputs])
     ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
     if ctx.saved:
         saved = {id(array) for array in ctx.saved}
         for position, t in enumerate(inputs):
-            if id(t._data) in saved:
+            if t is not None and id(t._data) in saved:
                 ctx.watched.append((t._version, t._version[0], position))
         if id(output) in saved:
             ctx.watched.append((result._version, 0, -1))
@@ -194,7 +196,7 @@ def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...])
     if owner is None:
         return  # the result owns its memory: not a view
     for t in inputs:
-        if _memory_owner(t._data) is owner:
+        if t is not None and _memory_owner(t._data) is owner:
             result._version = t._version
             return
 

@@ -68,11 +68,11 @@ class Linear(Function):
     op_name = "linear"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, *bias: Any) -> Any:
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:
         rows = x.reshape(-1, x.shape[-1])  # (N, in)
-        out = rows @ weight.T  # (N, out), a fresh array
-        if bias:
-            out += bias[0]
+        out = rows @ weight.T  # (N, out)
+        if bias is not None:
+            out = out + bias
         ctx.save_for_backward(x, weight)
         return out.reshape(*x.shape[:-1], weight.shape[0])
 
@@ -83,8 +83,6 @@ class Linear(Function):
         wanted = ctx.needs_input_grad
         grad_x = (rows_grad @ weight).reshape(x.shape) if wanted[0] else None
         grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
-        if len(wanted) == 2:
-            return grad_x, grad_weight
         grad_bias = ctx.function.column_sum(rows_grad) if wanted[2] else None
         return grad_x, grad_weight, grad_bias
 

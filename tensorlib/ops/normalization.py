@@ -36,16 +36,16 @@ class LayerNorm(Function):
     def normalize(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
         """``(out, x̂, r)``; ``weight`` and ``bias`` may be None."""
         xp = array_module(x)
-        # Centred on each row's first entry before its mean is taken: a constant row
-        # then becomes exactly 0 (its output exactly ``bias``) at any magnitude.
-        normalized = x - x[..., :1]
-        normalized -= normalized.mean(axis=-1, keepdims=True)
-        variance = xp.square(normalized).mean(axis=-1, keepdims=True)  # biased, as PyTorch
+        # Each row is first shifted by its first entry, which changes neither its deviations
+        # nor its variance: a constant row then becomes exactly 0 at any magnitude.
+        shifted = x - x[..., :1]
+        centred = shifted - shifted.mean(axis=-1, keepdims=True)  # x - mean
+        variance = xp.square(centred).mean(axis=-1, keepdims=True)  # biased, as PyTorch
         inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))  # r (..., 1)
-        normalized *= inverse_std  # x̂
+        normalized = centred * inverse_std  # x̂
         out = normalized if weight is None else normalized * weight
         if bias is not None:
-            out = out + bias if out is normalized else xp.add(out, bias, out=out)
+            out = out + bias
         return out, normalized, inverse_std
 
     @staticmethod
@@ -72,15 +72,11 @@ class LayerNorm(Function):
         dweight = projected.reshape(-1, width).sum(axis=0) if wanted[1] else None
         dbias = grad.reshape(-1, width).sum(axis=0) if wanted[2] else None
         if wanted[0]:
-            xp = array_module(grad)
             g = grad if weight is None else grad * weight
             mean_g = g.mean(axis=-1, keepdims=True)
             mean_g_normalized = (projected if weight is None else projected * weight).mean(
                 axis=-1, keepdims=True)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
-            correction = xp.multiply(normalized, mean_g_normalized, out=projected)
-            correction += mean_g  # x̂ · mean(g ⊙ x̂) + mean(g)
-            dx = g - correction
-            dx *= inverse_std  # r · (g - mean(g) - x̂ · mean(g ⊙ x̂))
+            dx = (g - (normalized * mean_g_normalized + mean_g)) * inverse_std
         return dx, dweight, dbias
 
 
@@ -90,20 +86,19 @@ class BatchNorm(Function):
     and 2 (M = N or N·L values per channel). ``weight`` and ``bias`` are (C,).
 
     With r = 1/sqrt(var + eps) and g = dy ⊙ weight, means over the same axes, the backward is
-    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy.
-    ``affine`` holds the weight and the bias that are present, in that order.
+    dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy. ``weight``
+    and ``bias`` may each be None.
     """
 
     op_name = "batch_norm"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
-                has_bias: bool) -> Any:
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
         xp = array_module(x)
         axes = (0,) if x.ndim == 2 else (0, 2)            # every axis but the channels'
         channel_shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
-        weight = affine[0].reshape(channel_shape) if has_weight else None
-        bias = affine[-1].reshape(channel_shape) if has_bias else None
+        weight = None if weight is None else weight.reshape(channel_shape)
+        bias = None if bias is None else bias.reshape(channel_shape)
         centred = x - x.mean(axis=axes, keepdims=True)
         variance = xp.square(centred).mean(axis=axes, keepdims=True)   # biased (1, C[, 1])
         inverse_std = 1.0 / xp.sqrt(variance + x.dtype.type(eps))       # r
@@ -112,7 +107,7 @@ class BatchNorm(Function):
         if bias is not None:
             out = out + bias
         ctx.save_for_backward(normalized, inverse_std, weight)
-        ctx.axes, ctx.has_weight, ctx.has_bias = axes, has_weight, has_bias
+        ctx.axes = axes
         return out
 
     @staticmethod
@@ -122,9 +117,7 @@ class BatchNorm(Function):
         g = grad if weight is None else grad * weight
         dx = inverse_std * (g - g.mean(axis=axes, keepdims=True)
                             - normalized * (g * normalized).mean(axis=axes, keepdims=True))
-        grads: list[Any] = [dx]
-        if ctx.has_weight:
-            grads.append((grad * normalized).sum(axis=axes))
-        if ctx.has_bias:
-            grads.append(grad.sum(axis=axes))
-        return tuple(grads)
+        wanted = ctx.needs_input_grad
+        dweight = (grad * normalized).sum(axis=axes) if wanted[1] else None
+        dbias = grad.sum(axis=axes) if wanted[2] else None
+        return dx, dweight, dbias

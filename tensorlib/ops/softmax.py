@@ -31,7 +31,7 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
         forbidden = causal_forbidden(xp, *scores.shape[-2:], offset)
         scores = xp.where(forbidden, scores.dtype.type(-xp.inf), scores)
     shifted = scores - scores.max(axis=axis, keepdims=True)
-    exps = xp.exp(shifted, out=shifted)
+    exps = xp.exp(shifted)
     return exps / exps.sum(axis=axis, keepdims=True)
 
 

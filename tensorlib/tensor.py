@@ -64,8 +64,8 @@ class Tensor:
     made a non-leaf tensor. Only floating-point tensors can require gradients.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "grad_fn", "_version", "_retains_grad",
-                 "name", "__weakref__")
+    __slots__ = ("_data", "grad", "_requires_grad", "grad_fn", "_version", "name",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy defers ``ndarray <op> Tensor`` to the Tensor
     __array_ufunc__ = None
 
@@ -74,7 +74,6 @@ class Tensor:
         self.grad: np.ndarray | None = None
         self.grad_fn = None
         self._version = [0]  # a shared box, so a detached view sees the same counter
-        self._retains_grad = False
         self.name: str | None = None
         self._requires_grad = False
         self.requires_grad = requires_grad
@@ -87,7 +86,6 @@ class Tensor:
         tensor.grad = None
         tensor.grad_fn = None
         tensor._version = [0]
-        tensor._retains_grad = False
         tensor.name = None
         tensor._requires_grad = False
         return tensor
@@ -216,7 +214,6 @@ class Tensor:
         """Keep ``.grad`` on this non-leaf tensor after backward (for inspection and drawing)."""
         if self.grad_fn is None:
             return
-        self._retains_grad = True
         self.grad_fn.retained_output = weakref.ref(self)
 
     def backward(self, grad: Any = None, retain_graph: bool = False) -> None:

@@ -36,16 +36,11 @@ def adamw_step(optimizer: Any) -> bool:
     entries at a time, so that its passes after the first find the entries in the CPU's
     cache, in contiguous blocks of the buffers on the kernels' threads
     (``tensorlib.kernels.threads``); the two sums run afterwards on the calling thread over
-    the whole buffers, so the decision does not depend on the thread count.
+    the whole buffers, so the decision does not depend on the thread count. A few dozen
+    array passes in all, instead of a few dozen per parameter.
     Accuracy: bit-identical to the loop (tests/test_kernels.py).
-    Why: a few dozen array passes in all instead of a few dozen per parameter (54 parameters
-    in the benchmark decoder); docs/performance.md, item 5 of "What changed";
-    benchmarks/run.py cases (a)-(c). The update over the benchmark decoder's 808,732 entries
-    took 6.5 ms on one thread and 5.9 ms on two (in another run 6.2 and 6.5 ms) on the
-    shared 2-core machine with its second core mostly busy (docs/performance.md,
-    "Two threads for the elementwise kernels"). The 32K-entry blocks took a whole
-    ``AdamW.step`` from 6.8 to 6.1 ms on one thread (medians of 120 steps alternating with
-    unblocked ones, one process, quiet 2-core Xeon VM).
+    Measured: docs/performance.md, "AdamW over flat buffers" and
+    "Two threads for the elementwise kernels".
     """
     step = _common_step(optimizer)
     if step is None:

@@ -32,11 +32,11 @@ def erf_float32(x: Any) -> Any:
     """erf of a float32 array (or 0-d array) as tanh(x · S(x²)), S a fitted degree-6
     polynomial; returns a new float32 array of x's shape.
 
-    Stands in for: ``scipy.special.erf(x)``.
+    Stands in for: ``scipy.special.erf(x)``, which works element by element in double
+    precision. How: numpy's vectorized tanh and six multiply-adds.
     Accuracy: within 1.7e-7 of the exact erf, at most 4 float32 ulps
     (``benchmarks/fit_erf.py`` reproduces the fit; tests/test_kernels.py checks it).
-    Why: numpy's vectorized tanh and six multiply-adds are several times faster than scipy's
-    erf, which works element by element in double precision (notebook 20 times both).
+    Measured: notebook 20, against scipy's erf.
     """
     xp = array_module(x)
     t = xp.empty_like(x)  # explicit outputs keep a 0-d input an array throughout
@@ -77,21 +77,19 @@ def gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
 
     Stands in for: GELU(x) = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, and its slope
     Φ(x) + x·φ(x), φ(x) = exp(-x²/2)/√(2π) (``tensorlib.ops.elementwise.exact_gelu``).
-    How: Φ(-|x|) = φ(x)·R(1/(1 + p|x|)), so one exp gives value and slope; Φ(x) is
+    How: Φ(-|x|) = φ(x)·R(1/(1 + p|x|)), so one exp gives value and slope (about 25 array
+    passes in all, where scipy's erf works element by element in double precision); Φ(x) is
     0.5 + sign(x)·(0.5 - Φ(-|x|)), with x's sign bit put on by an integer and/xor on the
-    float's bits (numpy's ``copysign`` costs as much as five arithmetic passes, ``where`` twenty);
-    done 64K elements at a time so that the passes after the first find their block in the
-    CPU's cache (on a GPU, one block), and those blocks shared out between the kernels'
-    threads (``tensorlib.kernels.threads``; each element is computed alone, so the thread
-    count changes no bit).
+    float's bits (cheaper than numpy's ``copysign`` or ``where``); done 64K elements at a
+    time so that the passes after the first find their block in the CPU's cache (on a GPU,
+    one block), and those blocks shared out between the kernels' threads
+    (``tensorlib.kernels.threads``; each element is computed alone, so the thread count
+    changes no bit).
     Accuracy: Φ within 1.1e-8 before float32 rounding, GELU within 4 ulps of |x|, the slope
     within 2.3e-7; far from 0, φ underflows to exactly 0, so GELU is exactly 0 or x and the
     slope 0 or 1 (inf and nan as PyTorch gives).
-    Why: about 25 array passes and one exp instead of scipy's double-precision erf; the
-    forward with its slope went from 4.0 to 3.3 ms per call at batch 12 (docs/performance.md,
-    "Where (a) stands"; benchmarks/run.py case (a)). On two threads, (768, 512) took 2.25 ms
-    against 1.89 ms on one, on the shared 2-core machine with its second core mostly busy
-    (docs/performance.md, "Two threads for the elementwise kernels").
+    Measured: docs/performance.md, "Where (a) stands, phase by phase" and
+    "Two threads for the elementwise kernels".
     """
     xp = array_module(x)
     flat = x.reshape(-1)

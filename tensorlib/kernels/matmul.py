@@ -13,8 +13,7 @@ def shared_matmul(a: Any, b: Any) -> Any:
     Stands in for: ``numpy.matmul(a, b)``, which multiplies one (T, K) matrix per batch
     entry. How: ``a`` reshaped to (M, K), one (M, K) @ (K, N) product, reshaped back.
     Accuracy: the same dot products, blocked differently by BLAS (a few ulps).
-    Why: (12, 64, 128) @ (128, 512) took 839 µs as a batch and 728 µs as one GEMM (one
-    thread, float32; benchmarks/run.py cases (a)-(c) when a weight is used through ``@``).
+    Measured: docs/performance.md, "A batch of rows times one shared matrix".
     """
     return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
 
@@ -26,7 +25,7 @@ def shared_matmul_backward(a: Any, b: Any, grad: Any,
 
     Stands in for: the batched products followed by a sum over the batch axes
     (``tensorlib.ops.matmul.MatMul.backward``'s general case). Accuracy: a few ulps.
-    Why: 2.3 ms as batched products and a sum, 1.6 ms as two GEMMs, for the shapes above.
+    Measured: docs/performance.md, "A batch of rows times one shared matrix".
     """
     rows_a = a.reshape(-1, a.shape[-1])  # (M, K)
     rows_grad = grad.reshape(-1, grad.shape[-1])  # (M, N)

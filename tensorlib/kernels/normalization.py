@@ -19,17 +19,14 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
     Stands in for: ``tensorlib.ops.normalization.LayerNorm.forward``'s plain code: each row
     centred on its first entry, then on its mean, x̂ = (x - mean)·r with the biased
     variance, out = x̂ ⊙ weight + bias.
-    How: the same passes, over contiguous blocks of rows shared out between the kernels'
-    threads (``tensorlib.kernels.threads.for_row_blocks``); a row's mean and variance are
-    einsum row sums (``row_sums``, and ``einsum("ij,ij->i")`` for the sum of squares, which
-    forms no squared array), each row by itself, so the thread count changes no bit.
+    How: the same passes (numpy runs each on one core), over contiguous blocks of rows
+    shared out between the kernels' threads (``tensorlib.kernels.threads.for_row_blocks``);
+    a row's mean and variance are einsum row sums (``row_sums``, and ``einsum("ij,ij->i")``
+    for the sum of squares, which forms no squared array), each row by itself, so the
+    thread count changes no bit.
     Accuracy: the plain form's mean and variance to a few ulps (einsum's running partial
     sums instead of numpy's pairwise ones; tests/test_kernels.py).
-    Why: numpy runs these passes on one core; in row blocks a second thread can share them.
-    Measured at batch 12's (768, 128), one thread against two, on the shared 2-core machine
-    with its second core mostly busy: 295 against 381 µs (batch 64's (4096, 128): 1757
-    against 1715 µs), so no gain there (docs/performance.md,
-    "Two threads for the elementwise kernels").
+    Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     xp = array_module(x)
     width = x.shape[-1]
@@ -78,8 +75,7 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
     (``tensorlib.kernels.reductions.column_sum``), so they add in the same order whatever
     the thread count.
     Accuracy: a few ulps from the plain form (other orders of addition; tests/test_kernels.py).
-    Why: as ``layer_norm``; 366 against 437 µs at (768, 128), one thread against two, on the
-    same busy machine.
+    Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     xp = array_module(grad)
     width = grad.shape[-1]

@@ -4,21 +4,11 @@ These are drop-ins: each computes exactly what the numpy expression in its docst
 computes (up to the order of the additions), and in reference mode it evaluates that
 expression instead.
 
-Why: numpy reduces along many short rows one row at a time, while a matrix-vector product
-against a vector of ones is one BLAS call. Measured on the benchmark machine (one thread,
-float32, medians of 200 calls; see docs/performance.md, item 4 of "What changed"):
-
-======================================  ===========  ======
-array                                   numpy        BLAS
-======================================  ===========  ======
-row sums of (768, 128) (layer norm)     33 µs        8 µs
-row sums of (12, 4, 64, 64) (attention) 95 µs        15 µs
-column sums of (768, 512) (bias grad)   54 µs        23 µs
-column sums of (768, 128)               30 µs        9 µs
-======================================  ===========  ======
-
+How: numpy reduces along many short rows one row at a time, while a matrix-vector product
+against a vector of ones is one BLAS call.
 Accuracy: BLAS adds each row in its own order (blocked, with several partial sums), numpy
 pairwise; both are within a few ulps of the exact sum for rows of the length used here.
+Measured: docs/performance.md, "Layer norm, and sums as BLAS products".
 """
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ def sole_reference(array: Any) -> bool:
     Stands in for: ``False``, that is, the backward engine's plain rule that a leaf's
     ``.grad`` is a copy of any gradient the engine did not sum itself.
     How: ``sys.getrefcount`` against the count of an array held by one local name, measured
-    once at import through the same call chain.
+    once at import through the same call chain. A fresh gradient from a backward (for
+    example a weight's dW = dyᵀ x) then becomes ``.grad`` without a copy: one pass over
+    every parameter's gradient saved per step.
     Accuracy: exact; a reference the count does not see cannot exist in CPython, and any
     extra one makes the answer False (a copy, never a shared array).
-    Why: a fresh gradient from a backward (for example a weight's dW = dyᵀ x) becomes
-    ``.grad`` without a copy, one pass over every parameter's gradient saved per step
-    (docs/performance.md, item 6 of "What changed"; benchmarks/run.py cases (a)-(c)).
+    Measured: docs/performance.md, "The engine" (benchmarks/run.py cases (a)-(c)).
     """
     return (kernels_on() and _SOLE_COUNT is not None and isinstance(array, np.ndarray)
             and array.base is None and _reference_count(array) <= _SOLE_COUNT)

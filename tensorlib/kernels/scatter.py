@@ -17,18 +17,15 @@ def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
     ``ids (N,)`` equal ``v`` (zero for ids that do not occur).
 
     Stands in for: ``full = zeros((count, C)); numpy.add.at(full, ids, rows)``.
-    How: a stable sort makes equal ids neighbours; ``numpy.add.reduceat`` sums each run
-    of rows (on a GPU, and for no ids, ``add.at`` itself). The runs, that is the output
-    rows, are shared out in contiguous blocks between the kernels' threads
-    (``tensorlib.kernels.threads``): each output row is summed whole, in input order, by one
-    thread, so the sums are the same for any thread count.
+    How: where ``add.at`` scatters element by element, a stable sort makes equal ids
+    neighbours and ``numpy.add.reduceat`` sums each run of rows (on a GPU, and for no ids,
+    ``add.at`` itself). The runs, that is the output rows, are shared out in contiguous
+    blocks between the kernels' threads (``tensorlib.kernels.threads``): each output row is
+    summed whole, in input order, by one thread, so the sums are the same for any thread
+    count.
     Accuracy: the same sums, added in another order by ``reduceat``: a few ulps.
-    Why: ``add.at`` scatters element by element; for 768 ids into a (28, 128) table it took
-    822 µs against 165 µs (one thread, float32; docs/performance.md, item 6 of "What
-    changed"; benchmarks/run.py cases (a)-(c)). On two threads: 4096 ids into (28, 128),
-    2.38 ms on one thread and 1.70 ms on two; 768 ids, 206 against 248 µs (the shared 2-core
-    machine, its second core mostly busy; docs/performance.md,
-    "Two threads for the elementwise kernels").
+    Measured: docs/performance.md, "The engine" and "Two threads for the elementwise
+    kernels".
     """
     xp = array_module(rows)
     full = xp.zeros((count, rows.shape[-1]), dtype=rows.dtype)

@@ -30,7 +30,7 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     when no row of the block needs a shift; otherwise the rows that need one are shifted by their
     maximum. The decision looks at each row alone, so a row's probabilities never depend on
     other rows, nor on masked, future positions. The mask is added as a cached (T, T) array
-    of 0 and -inf (twice as fast as a masked assignment), and the row sums are
+    of 0 and -inf (faster than a masked assignment), and the row sums are
     ``tensorlib.kernels.threads.row_sums`` (einsum). The (T, offset + T) matrices are
     shared out between the kernels' threads in contiguous blocks (``for_row_blocks``),
     each block deciding for itself whether a row needs a shift: a row's probabilities are
@@ -39,11 +39,8 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     exp(s - m)/Σ exp(s - m)); exact causality kept (tests/test_numerics.py, at ±1e4 and with
     nan). A score of +inf above the diagonal becomes nan (inf - inf); scores that overflow
     the dtype make their row nan anyway.
-    Why: the softmax forward went from about 650 to 470 µs at batch 12 (docs/performance.md,
-    item 3 of "What changed"; benchmarks/run.py case (a)). With einsum row sums, in blocks:
-    (12, 4, 64, 64) 375 µs on one thread, 392 µs on two, on the shared 2-core machine with
-    its second core mostly busy (docs/performance.md,
-    "Two threads for the elementwise kernels").
+    Measured: docs/performance.md, "Fused attention core" and
+    "Two threads for the elementwise kernels".
     """
     xp = array_module(scores)
     if scores.size == 0:

@@ -19,8 +19,8 @@ checks them bit for bit at 1, 2 and 3 threads):
 How many threads: one (the calling thread alone, no pool) unless a program asks for more,
 with ``set_num_threads(n)`` or the environment variable ``TENSORLIB_NUM_THREADS``. More is
 not the default because it did not pay where it was measured: on a 2-core machine whose
-numpy BLAS ran two threads, a Decoder training step took 2-10% longer with two kernel
-threads than with one (docs/performance.md, "Two threads for the elementwise kernels").
+numpy BLAS ran two threads, a Decoder training step took longer with two kernel threads
+than with one (docs/performance.md, "Two threads for the elementwise kernels").
 OpenBLAS's idle worker keeps its core busy waiting for the next product, and two Python
 threads share one GIL between numpy's passes. The pool starts at the first call that needs
 it, never in ``reference_mode()``, and never for arrays below ``MIN_PARALLEL_ELEMENTS``
@@ -50,12 +50,10 @@ __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu
 THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
 
 # Arrays with fewer elements than this stay on the calling thread, with no pool work at all.
-# A round trip through the pool (submit a no-op, wait for it) took 15 µs on the benchmark
-# machine, a float32 pass over 64K elements 10-20 µs, and a kernel makes 5 to 25 passes; below
-# 64K elements even a perfect split would save little more than it costs. The shared 2-core
-# machine never showed a clear gain at any size (its second core was mostly held by other
-# processes), so the threshold rests on that arithmetic, not on a measured crossover
-# (docs/performance.md, "Two threads for the elementwise kernels").
+# A round trip through the pool costs about as much as one float32 pass over 64K elements,
+# and a kernel makes 5 to 25 passes: below 64K elements even a perfect split would save
+# little more than it costs. The threshold rests on that arithmetic, not on a measured
+# crossover (docs/performance.md, "Two threads for the elementwise kernels").
 MIN_PARALLEL_ELEMENTS = 1 << 16
 # Blocks per thread: with two, a thread that starts late (its core busy with another process)
 # leaves its second block to the others; each block costs a few µs of Python per pass.
@@ -200,7 +198,7 @@ def row_sums(a: Any) -> Any:
     differently depending on how many rows it is given and how BLAS splits them.
     Accuracy: einsum adds a row in a few running partial sums, not pairwise: within a few
     ulps of the exact sum for the row lengths of these kernels (up to a few thousand).
-    Why: for (768, 128) float32, 19 µs against numpy's sum's 53 µs (BLAS: 14 µs).
+    Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     return array_module(a).einsum("ij->i", a)
 

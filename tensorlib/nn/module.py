@@ -591,7 +591,6 @@ class Module:
         children = list(self._modules.items())
         if not children:
             return lines[0] + ")"
-        lines[0] += ""
         for name, child in children:
             child_lines = repr(child).split("\n")
             lines.append(f"  ({name}): " + child_lines[0])

@@ -285,7 +285,7 @@ class NF4Linear(LinearStandIn):
 
     - ``codes`` (uint8, two 4-bit codes a byte) and ``absmax`` (float32, one scale per
       block): buffers, so ``to()`` moves them, but *non-persistent*: ``state_dict()`` and a
-      checkpoint hold only the ``bias``, exactly as they did for a quantized Linear;
+      checkpoint hold only the ``bias``;
     - ``bias``: the float Linear's own bias Parameter (the same object), or None;
     - ``in_features``, ``out_features``, ``block_size`` and ``dtype`` (that of the float
       weight, which dequantization returns).

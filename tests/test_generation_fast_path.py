@@ -1,18 +1,21 @@
-"""Generation's fast path: ``tensorlib.kernels.decoder_step`` runs the cached forward of a
-plain Decoder under ``no_grad`` on raw arrays. It must give the module path's logits bit for
-bit and so the same tokens, be taken only where nothing could tell the difference (no hook,
-no LoRA/NF4 layer, kernels on, no gradient wanted), and record no graph."""
+"""Generation's fast path: ``tensorlib.kernels.decoder_step`` runs the cached forwards of
+``Decoder.generate`` on a plain Decoder under ``no_grad`` on raw arrays, chosen by
+``generate`` from the table of cached-step kernels (``register_cached_step``), where
+``tensorlib.kernels.generation`` registers ``prepare_decoder_step``. It must give the module
+path's logits bit for bit and so the same tokens, be taken only where nothing could tell the
+difference (no hook, no LoRA/NF4 layer, kernels on, no gradient wanted), and record no
+graph. ``Decoder.forward`` itself always runs its modules."""
 
 import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, kernels
+from tensorlib import Rng
 from tensorlib.autograd import Context
+from tensorlib.kernels import generation
 from tensorlib.nn import (
     Decoder,
     DecoderConfig,
-    KVCache,
     attach_lora,
     capture_activations,
     quantize_model,
@@ -35,25 +38,35 @@ def steps(monkeypatch):
     class Counter:
         calls = 0
 
-    original = kernels.decoder_step
+    original = generation.decoder_step
 
     def counting(*args, **kwargs):
         Counter.calls += 1
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(kernels, "decoder_step", counting)
+    monkeypatch.setattr(generation, "decoder_step", counting)
     return Counter
 
 
 def module_path(monkeypatch):
-    """From here on every cached forward runs through the modules."""
-    monkeypatch.setattr(transformer, "_step_arrays", lambda model, caches: None)
+    """From here on the kernel declines every model: generate runs the modules."""
+    monkeypatch.setattr(generation, "decoder_arrays", lambda model: None)
 
 
 def cached_logits(model, ids, pieces):
+    """The logits of cached forwards through the modules (``Decoder.forward``)."""
     with tl.no_grad():
         caches = model.new_cache()
         return [model(ids[:, lo:hi], caches).data for lo, hi in pieces]
+
+
+def kernel_logits(model, ids, pieces):
+    """The logits of the same cached forwards as the kernel's step (as generate runs it)."""
+    with tl.no_grad():
+        caches = model.new_cache()
+        step = generation.prepare_decoder_step(model, caches)
+        assert step is not None
+        return [step(ids[:, lo:hi]) for lo, hi in pieces]
 
 
 # --------------------------------------------------------------------------------- values
@@ -62,13 +75,12 @@ def test_cached_logits_equal_the_module_paths_bit_for_bit(dtype, steps, monkeypa
     model = make_decoder(3, dtype)
     ids = Rng(4).integers(0, 11, (3, 8))
     pieces = ((0, 3), (3, 4), (4, 6), (6, 7), (7, 8))  # a prefill, steps of 1 and 2
-    fast = cached_logits(model, ids, pieces)
+    fast = kernel_logits(model, ids, pieces)
     assert steps.calls == len(pieces)
     with tl.reference_mode():  # the plain ops: to float rounding only
         reference = cached_logits(model, ids, pieces)
-    module_path(monkeypatch)
     slow = cached_logits(model, ids, pieces)
-    assert steps.calls == len(pieces)
+    assert steps.calls == len(pieces)  # Decoder.forward runs its modules
     tolerance = 1e-12 if dtype == np.float64 else 2e-5
     for a, b, c in zip(fast, slow, reference, strict=True):
         assert a.dtype == dtype and a.shape == b.shape
@@ -110,67 +122,105 @@ def test_the_kv_cache_is_written_in_place(steps):
     model = make_decoder(1)
     with tl.no_grad():
         caches = model.new_cache()
-        model(np.array([[1, 2, 3]]), caches)
+        step = generation.prepare_decoder_step(model, caches)
+        step(np.array([[1, 2, 3]]))
         storage = [(c.keys, c.values) for c in caches]
-        model(np.array([[4]]), caches)
+        step(np.array([[4]]))
     assert steps.calls == 2
     assert all(c.length == 4 for c in caches)
     assert all(c.keys is k and c.values is v for c, (k, v) in zip(caches, storage, strict=True))
     assert caches[0].keys.shape == (1, 4, CONFIG.context_length, 4)
 
 
-def test_the_fused_qkv_weight_is_made_once_per_cache_and_again_after_a_change(steps):
+def test_the_fused_qkv_weight_is_made_once_per_generate_call(steps, monkeypatch):
     model = make_decoder(2)
     attention = model.blocks[0].attention
-    cache = KVCache(8)
-    first = attention.fused_qkv_array(cache)
-    assert attention.fused_qkv_array(cache) is first
-    np.testing.assert_array_equal(
-        first, attention.qkv_weight.data.transpose(0, 2, 1).reshape(48, 16))
-    assert first.flags["C_CONTIGUOUS"]
-    assert attention.fused_qkv_array(KVCache(8)) is not first  # another cache: its own
     with tl.no_grad():
-        attention.qkv_weight.mul_(1.5)  # an in-place change bumps the version
-    second = attention.fused_qkv_array(cache)
-    assert second is not first
-    np.testing.assert_array_equal(second, first * np.float32(1.5))
+        fused = generation.decoder_arrays(model).blocks[0].qkv_weight
+    np.testing.assert_array_equal(
+        fused, attention.qkv_weight.data.transpose(0, 2, 1).reshape(48, 16))
+    assert fused.flags["C_CONTIGUOUS"]
+    made = []
+    original = generation._fused_qkv
+
+    def counting(attention):
+        made.append(attention)
+        return original(attention)
+
+    monkeypatch.setattr(generation, "_fused_qkv", counting)
+    model.generate(np.array([[1, 2, 3]]), 6, rng=Rng(1))  # a prefill and five steps
+    assert steps.calls == 6
+    assert made == [block.attention for block in model.blocks]  # once per block
 
 
-def test_a_weight_changed_between_steps_is_seen_by_the_next_step(steps, monkeypatch):
-    ids = np.array([[1, 2, 3], [4, 5, 6]])
+def test_a_weight_changed_between_generate_calls_is_seen_by_the_next_call(steps,
+                                                                         monkeypatch):
+    prompt = np.array([[1, 2, 3], [4, 5, 6]])
 
     def run():
         model = make_decoder(5)
+        first = model.generate(prompt, 4, rng=Rng(0))
         with tl.no_grad():
-            caches = model.new_cache()
-            model(ids[:, :2], caches)
-            model.blocks[1].attention.qkv_weight.add_(0.25)
+            model.blocks[1].attention.qkv_weight.add_(0.25)  # in place: the fused copy is stale
             model.blocks[0].mlp_input.weight.data = model.blocks[0].mlp_input.weight.data * 2
-            return model(ids[:, 2:], caches).data
+        return first, model.generate(prompt, 4, rng=Rng(0))
 
     fast = run()
-    assert steps.calls == 2
+    assert steps.calls == 8
     module_path(monkeypatch)
-    np.testing.assert_array_equal(fast, run())
+    slow = run()
+    assert steps.calls == 8
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(fast[0], fast[1])  # the change shows in the tokens
 
 
-def test_generate_checks_the_model_once_a_cached_forward_every_time(steps, monkeypatch):
+def test_generate_checks_the_model_once_and_forward_runs_the_modules(steps, monkeypatch):
     model = make_decoder(3)
     checks = []
-    original = transformer._step_arrays
+    original = generation.decoder_arrays
 
-    def counting(model, caches):
-        checks.append(len(caches))
-        return original(model, caches)
+    def counting(model):
+        checks.append(type(model).__name__)
+        return original(model)
 
-    monkeypatch.setattr(transformer, "_step_arrays", counting)
+    monkeypatch.setattr(generation, "decoder_arrays", counting)
     model.generate(np.array([[1, 2, 3]]), 9, rng=Rng(1))  # a prefill and five steps
-    assert checks == [2] and steps.calls == 6
+    assert checks == ["Decoder"] and steps.calls == 6
     with tl.no_grad():
         caches = model.new_cache()
         for position in range(3):
             model(np.array([[position]]), caches)
-    assert checks == [2, 2, 2, 2] and steps.calls == 9
+    assert checks == ["Decoder"] and steps.calls == 6  # no kernel inside Decoder.forward
+
+
+def test_the_table_of_cached_step_kernels(steps, monkeypatch):
+    assert transformer._CACHED_STEPS[Decoder] is generation.prepare_decoder_step
+    monkeypatch.setattr(transformer, "_CACHED_STEPS", dict(transformer._CACHED_STEPS))
+
+    class Quieter(Decoder):
+        pass
+
+    quieter = perturb_constants(Quieter(CONFIG, rng=Rng(8)), 8)
+    prompt = np.array([[3, 1]])
+    expected = make_decoder(8).generate(prompt, 4, rng=Rng(2))
+    assert steps.calls == 4
+    asked = []
+
+    def prepare(model, caches):  # a kernel for the subclass, which declines
+        asked.append((model, len(caches), [c.length for c in caches]))
+        return None
+
+    transformer.register_cached_step(Quieter, prepare)
+    np.testing.assert_array_equal(quieter.generate(prompt, 4, rng=Rng(2)), expected)
+    assert asked == [(quieter, 2, [0, 0])] and steps.calls == 4  # asked once, the modules ran
+    transformer.register_cached_step(Quieter, generation.prepare_decoder_step)
+    np.testing.assert_array_equal(quieter.generate(prompt, 4, rng=Rng(2)), expected)
+    assert steps.calls == 4  # the Decoder's kernel takes exactly a Decoder, no subclass
+    with pytest.raises(TypeError, match="Module subclass"):
+        transformer.register_cached_step(object, prepare)
+    with pytest.raises(TypeError, match="callable"):
+        transformer.register_cached_step(Decoder, None)
 
 
 # --------------------------------------------------------------------------------- when not
@@ -213,6 +263,13 @@ def test_a_replaced_forward_or_a_subclass_forces_the_module_path(steps):
                                   model.generate(prompt, 3, rng=Rng(2)))
     assert steps.calls == 3  # the plain Decoder's three; none for the subclass
     assert zeroed.shape == (1, 5)
+    halved = []
+    with pytest.MonkeyPatch.context() as patch:  # a forward replaced on the class
+        plain_forward = tl.nn.Linear.forward
+        patch.setattr(tl.nn.Linear, "forward",
+                      lambda self, x: halved.append(1) or plain_forward(self, x) * 0.5)
+        model.generate(prompt, 3, rng=Rng(2))
+    assert steps.calls == 3 and len(halved) == 3 * (1 + 2 * 3)  # the modules, every Linear
 
 
 def test_lora_and_nf4_models_fall_back_to_the_modules(steps, monkeypatch):
@@ -231,20 +288,23 @@ def test_lora_and_nf4_models_fall_back_to_the_modules(steps, monkeypatch):
 
 
 def test_training_mode_dropout_reference_mode_and_other_dtypes_fall_back(steps):
-    ids = np.array([[1, 2]])
     dropping = make_decoder(4, config=DecoderConfig(11, 8, 16, 4, 2, dropout=0.3))
+    assert generation.decoder_arrays(dropping) is None  # a gradient could be wanted
     with tl.no_grad():
-        dropping(ids, dropping.new_cache())  # training mode: the dropouts draw
-        assert steps.calls == 0
+        assert generation.decoder_arrays(dropping) is None  # training mode: the dropouts draw
         dropping.eval()
-        dropping(ids, dropping.new_cache())
-        assert steps.calls == 1
+        assert generation.decoder_arrays(dropping) is not None
         with tl.reference_mode():
-            dropping(ids, dropping.new_cache())
-        assert steps.calls == 1
+            assert generation.decoder_arrays(dropping) is None
         half = Decoder(CONFIG, rng=Rng(1), dtype=np.float16)  # float32/64 only
-        assert transformer._step_arrays(half, half.new_cache()) is None
-        assert transformer._step_arrays(dropping, dropping.new_cache()) is not None
+        assert generation.decoder_arrays(half) is None
+    prompt = np.array([[1, 2]])
+    dropping.train()
+    tokens = dropping.generate(prompt, 3, rng=Rng(0))  # generate runs in eval mode
+    assert steps.calls == 3 and dropping.training
+    with tl.reference_mode():
+        np.testing.assert_array_equal(dropping.generate(prompt, 3, rng=Rng(0)), tokens)
+    assert steps.calls == 3
 
 
 # --------------------------------------------------------------------------------- refusals
@@ -265,13 +325,13 @@ def test_bad_input_is_refused_as_before_and_leaves_the_caches_alone(steps):
             model(np.array([[1.0]]), caches)
     with pytest.raises(RuntimeError, match="no_grad"):  # a gradient could be wanted
         model(np.array([[4]]), caches)
-    assert [c.length for c in caches] == [3, 3] and steps.calls == 1
+    assert [c.length for c in caches] == [3, 3] and steps.calls == 0  # forward: modules
     rng = Rng(3)
     for kwargs, message in (({"temperature": 0.0}, "temperature"), ({"top_k": 12}, "top_k"),
                             ({"max_new_tokens": -1}, "max_new_tokens")):
         with pytest.raises((TypeError, ValueError), match=message):
             model.generate(np.array([[1]]), **({"max_new_tokens": 2} | kwargs), rng=rng)
-    assert rng.state == 3 and steps.calls == 1
+    assert rng.state == 3 and steps.calls == 0
 
 
 # --------------------------------------------------------------------------------- no graph

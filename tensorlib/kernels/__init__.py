@@ -6,9 +6,10 @@ approximation, a BLAS call instead of a reduction, a sort instead of a scatter, 
 over all parameters at once, a kernel from here does it: in place of an op through the op
 table (``stand_ins``: a subclass of the op that replaces its steps, registered with
 ``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
-(``sole_reference``), in AdamW and in ``Decoder.generate`` by their own call. Each kernel's
+(``sole_reference``), in ``Decoder.generate`` through the cached step it registers
+(``tensorlib.nn.transformer.register_cached_step``), in AdamW by its own call. Each kernel's
 docstring says what it computes, the plain formula it stands in for, how accurate it is,
-and the measurement that justified it (docs/performance.md, benchmarks/).
+and which section of docs/performance.md holds its measurements.
 
 ``tensorlib.reference_mode()`` switches them all off: the engine then runs on the plain
 paths, with no kernel and no kernel cache (tests/test_reference_mode.py holds the two modes
@@ -33,9 +34,12 @@ bit, for any number of threads. They run on the calling thread alone unless a pr
 for more (``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
 measured, more threads made a training step slower.
 
-The kernels import the backend, ``validation``, and the ops they stand in for (``stand_ins``,
-``mode``, ``references``); nothing else in tensorlib imports them but the package itself, the
-optimizers' AdamW and the decoder's generation.
+The kernels import the backend and ``validation``; ``mode``, ``references`` and
+``stand_ins`` import ``tensorlib.ops.function`` for the op table (its switch,
+``register_kernel``); ``stand_ins`` also imports the ops it subclasses and
+``tensorlib.autograd`` (``Context``, the check it installs), and ``generation`` the
+Decoder's modules and ``register_cached_step``. Nothing else in tensorlib imports the
+kernels but the package itself and ``optim.AdamW``.
 """
 
 from tensorlib.kernels import adamw, gelu, reductions, softmax, stand_ins, threads  # noqa: F401

@@ -37,8 +37,6 @@ class KVCache:
         self.length = 0
         self.keys: Any = None  # (B, H, capacity, D) once allocated
         self.values: Any = None
-        # (weight array, its version, the fused weight): see MultiheadAttention.fused_qkv_array
-        self.fused_qkv: tuple[Any, int, Any] | None = None
 
     def append(self, keys: Any, values: Any) -> tuple[Any, Any]:
         """Store ``keys`` and ``values`` ``(B, H, T_new, D)`` after the cached positions and
@@ -142,19 +140,6 @@ class MultiheadAttention(Module):
         merged = context.permute(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
         out = self.output_dropout(self.output(merged))
         return (out, probabilities) if return_attention else out
-
-    def fused_qkv_array(self, cache: KVCache) -> Any:
-        """The array of the fused ``(3C, C)`` Q/K/V weight that ``forward`` builds (row block
-        i is ``qkv_weight[i]ᵀ``, C-contiguous), made once per ``cache`` and kept there while
-        ``qkv_weight`` is the same array at the same version (any in-place change makes it
-        anew). Generation's fast path (``tensorlib.kernels.decoder_step``) uses it at every
-        step instead of copying the weight again."""
-        weight = self.qkv_weight
-        held = cache.fused_qkv
-        if held is None or held[0] is not weight.data or held[1] != weight.version:
-            fused = weight.data.transpose(0, 2, 1).reshape(3 * self.channels, self.channels)
-            held = cache.fused_qkv = (weight.data, weight.version, fused)
-        return held[2]
 
     @staticmethod
     def _extend_cache(cache: KVCache, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, int]:

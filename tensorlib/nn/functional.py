@@ -407,9 +407,7 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
     """Normalize the last axis to zero mean and unit (biased) variance, then scale and shift
     by ``weight`` and ``bias`` (each of shape ``(C,)`` or None). One fused node."""
     _check_layer_norm(x, weight, bias, eps)
-    affine = [t for t in (weight, bias) if t is not None]
-    return ops.LayerNorm.apply(x, *affine, eps=float(eps), has_weight=weight is not None,
-                               has_bias=bias is not None)
+    return ops.LayerNorm.apply(x, weight, bias, eps=float(eps))
 
 
 def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,

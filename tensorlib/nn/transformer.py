@@ -1,15 +1,18 @@
-"""A GPT-style decoder: pre-norm blocks of causal attention and a GELU MLP."""
+"""A GPT-style decoder: pre-norm blocks of causal attention and a GELU MLP.
+
+``Decoder.generate`` runs its cached forwards through the modules, or through a faster step
+that a kernel registered for the model's class in the table at the end of this file
+(``register_cached_step``) when that kernel takes the model."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tensorlib import autograd, kernels, ops, validation
-from tensorlib.kernels.generation import BlockArrays, DecoderArrays
+from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
@@ -27,7 +30,7 @@ from tensorlib.nn.module import Module, ModuleList
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 
-__all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
+__all__ = ["CachedStep", "Decoder", "DecoderBlock", "DecoderConfig", "register_cached_step"]
 
 class DecoderBlock(Module):
     r"""One pre-norm transformer block on ``(B, T, C)``::
@@ -168,10 +171,7 @@ class Decoder(Module):
         ``no_grad``) the ids are the next ``T`` tokens of sequences whose first ``start``
         positions are cached: they sit at positions ``start .. start + T - 1`` (at most
         ``context_length``), every block appends their keys and values, and the logits are
-        those a forward pass over the whole sequence gives at these positions. Such a cached
-        forward of a plain Decoder with no hooks runs as one kernel on arrays,
-        ``tensorlib.kernels.decoder_step``, with the modules' logits bit for bit (see
-        ``_step_arrays`` for when).
+        those a forward pass over the whole sequence gives at these positions.
         """
         ids = self._token_ids(token_ids)
         batch, length = ids.shape
@@ -182,15 +182,6 @@ class Decoder(Module):
             start = 0
         else:
             start = self._cache_start(caches, batch, length)
-            if isinstance(caches, _GenerationCaches):  # one check per generate call
-                if not caches.checked:
-                    caches.arrays, caches.checked = _step_arrays(self, caches), True
-                arrays = caches.arrays
-            else:
-                arrays = _step_arrays(self, caches)
-            if arrays is not None:  # the same logits without modules or graph: see there
-                return Tensor(kernels.decoder_step(arrays, ids, start, caches, _layer_norm,
-                                                   _gelu))
         x = self.token_embedding(ids)  # (B, T, C)
         if start == 0:
             x = self.positional_embedding(x)  # (B, T, C)
@@ -232,6 +223,11 @@ class Decoder(Module):
         recomputes the window (exactly as ``use_cache=False``): the cache speeds up the
         first ``context_length`` positions. The logits of the two paths agree to float
         rounding, not bit for bit (the sums run in another order).
+
+        The cached forwards of one call (the prefill and each step) run through
+        :meth:`forward`, unless a kernel registered for the model's class (see
+        :func:`register_cached_step`) takes this model at the prefill: then its step runs
+        them, with the same logits bit for bit and so the same tokens.
         """
         ids = self._token_ids(token_ids)
         max_new_tokens = validation.integer(max_new_tokens, "max_new_tokens", minimum=0)
@@ -243,16 +239,16 @@ class Decoder(Module):
         generator = resolve_rng(rng)
         window = self.config.context_length
         with evaluation_mode(self):
-            caches: list[KVCache] | None = None
+            cached_forward: CachedStep | None = None
             for _ in range(int(max_new_tokens)):
                 if not use_cache or ids.shape[1] > window:
-                    logits = self.forward(ids[:, -window:])  # recompute the window
-                elif caches is None:
-                    caches = _GenerationCaches(self.new_cache())
-                    logits = self.forward(ids, caches)  # prefill: the whole prompt
+                    logits = self.forward(ids[:, -window:]).data  # recompute the window
+                elif cached_forward is None:
+                    cached_forward = _cached_forward(self, self.new_cache())
+                    logits = cached_forward(ids)  # prefill: the whole prompt
                 else:
-                    logits = self.forward(ids[:, -1:], caches)  # the newest token only
-                next_ids = _sample_next(logits.data[:, -1, :], temperature, top_k,
+                    logits = cached_forward(ids[:, -1:])  # the newest token only
+                next_ids = _sample_next(logits[:, -1, :], temperature, top_k,
                                         generator)  # (B,)
                 ids = np.concatenate([ids, next_ids[:, None]], axis=1)
         return ids
@@ -263,115 +259,45 @@ class Decoder(Module):
                 f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
 
 
-class _GenerationCaches(list):
-    """The KVCaches of one ``generate`` call, which nothing outside it sees. Whether the fast
-    path applies (``_step_arrays``) is decided once, at the prefill, and its arrays are kept
-    for the steps: between two steps only the sampling runs, and without a hook (the fast
-    path's condition) no user code runs inside a step, so nothing can change the model."""
+# ------------------------------------------------------------------- cached-step kernels
+CachedStep = Callable[[np.ndarray], Any]
+"""One cached forward of a model on arrays: ``step(ids)`` takes the next token ids
+``(B, T)`` of the sequences in its caches and returns the array of their logits
+``(B, T, V)``, appending their keys and values to the caches."""
 
-    arrays: DecoderArrays | None = None
-    checked = False
-
-
-def _step_arrays(model: Decoder, caches: Sequence[KVCache]) -> DecoderArrays | None:
-    """The arrays for ``tensorlib.kernels.decoder_step``, or None when a cached forward of
-    ``model`` must run through its modules: the kernels are off (``reference_mode()``), a
-    gradient could be wanted (not under ``no_grad``), a forward hook is registered on a
-    module the forward calls (``capture_activations`` must see every HookPoint), one of them
-    is not the plain module the Decoder is built with (a LoRA or NF4 layer in a Linear's
-    place, a subclass, a forward replaced on an instance), a dropout would drop (training
-    mode), or the parameters are not numpy arrays of one dtype, float32 or float64."""
-    if not kernels.enabled() or autograd.is_grad_enabled() or not _plain(model, Decoder):
-        return None
-    parts = _plain_children(model, _DECODER_PARTS)
-    if parts is None or type(model.blocks) is not ModuleList:
-        return None
-    token_embedding, positional_embedding, _, final_norm, head = parts
-    table = _plain_children(positional_embedding, {"table": Embedding})
-    blocks = tuple(_block_arrays(block, cache) for block, cache in zip(model.blocks, caches,
-                                                                         strict=True))
-    if table is None or None in blocks:
-        return None
-    arrays = DecoderArrays(token_embedding.weight.data, table[0].weight.data, blocks,
-                           _norm_arrays(final_norm), _linear_arrays(head))
-    dtype = arrays.token_table.dtype
-    every = [arrays.token_table, arrays.position_table, *arrays.final_norm[:2], *arrays.head]
-    for block in blocks:
-        every += [*block.attention_norm[:2], block.qkv_weight, block.qkv_bias, *block.output,
-                  *block.mlp_norm[:2], *block.mlp_input, *block.mlp_output]
-    if dtype not in (np.float32, np.float64) or not all(
-            a is None or (type(a) is np.ndarray and a.dtype == dtype) for a in every):
-        return None
-    return arrays
+_CACHED_STEPS: dict[type[Module], Callable[[Any, list[KVCache]], CachedStep | None]] = {}
 
 
-def _plain(module: Any, kind: type) -> bool:
-    """``module`` is exactly a ``kind``, with its class's forward and no forward hook."""
-    return type(module) is kind and not module._forward_hooks \
-        and "forward" not in module.__dict__
+def register_cached_step(model_class: type[Module],
+                         prepare: Callable[[Any, list[KVCache]], CachedStep | None]) -> None:
+    """Let a kernel stand in for the cached forwards of ``generate`` on models of exactly
+    ``model_class`` (not its subclasses): ``tensorlib.kernels`` registers
+    ``tensorlib.kernels.generation.prepare_decoder_step`` for :class:`Decoder`.
+
+    At the prefill of each ``generate`` call, ``prepare(model, caches)`` gets the model and
+    its fresh caches (one empty :class:`KVCache` per block). It returns None when the
+    forwards must run through the modules, or a :data:`CachedStep` that gives, bit for bit,
+    the logits ``model.forward(ids, caches)`` would give, and fills the caches as it would;
+    ``generate`` then calls that step for the prefill and each following cached step. When
+    it may stand in is the kernel's rule, not the model's. A second registration for the
+    same class replaces the first.
+    """
+    if not (isinstance(model_class, type) and issubclass(model_class, Module)):
+        raise TypeError(f"register_cached_step: model_class must be a Module subclass, got "
+                        f"{model_class!r}")
+    if not callable(prepare):
+        raise TypeError(f"register_cached_step: prepare must be callable, got {prepare!r}")
+    _CACHED_STEPS[model_class] = prepare
 
 
-def _plain_children(module: Module, kinds: dict[str, type]) -> list[Any] | None:
-    """The children of ``module`` named in ``kinds``, in that order, if each is plain (see
-    ``_plain``); else None."""
-    children = module._modules
-    found = [children.get(name) for name in kinds]
-    if not all(_plain(child, kind) for child, kind in zip(found, kinds.values(), strict=True)):
-        return None
-    return found
-
-
-def _block_arrays(block: Any, cache: KVCache) -> BlockArrays | None:
-    if not _plain(block, DecoderBlock):
-        return None
-    parts = _plain_children(block, _BLOCK_PARTS)
-    if parts is None:
-        return None
-    attention_norm, attention, mlp_norm, mlp_input, mlp_output, mlp_dropout = parts[:6]
-    inside = _plain_children(attention, _ATTENTION_PARTS)
-    if inside is None:
-        return None
-    output, output_dropout = inside[:2]
-    if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)):
-        return None
-    return BlockArrays(attention.heads, _norm_arrays(attention_norm),
-                       attention.fused_qkv_array(cache), attention.qkv_bias.data.reshape(-1),
-                       _linear_arrays(output), _norm_arrays(mlp_norm),
-                       _linear_arrays(mlp_input), _linear_arrays(mlp_output))
-
-
-def _norm_arrays(norm: LayerNorm) -> tuple[Any, Any, float]:
-    weight, bias = norm.weight, norm.bias
-    return (None if weight is None else weight.data, None if bias is None else bias.data,
-            norm.eps)
-
-
-def _linear_arrays(linear: Linear) -> tuple[Any, Any]:
-    bias = linear.bias
-    return linear.weight.data, None if bias is None else bias.data
-
-
-# The children a cached forward calls, and what each must be for decoder_step to stand in.
-_DECODER_PARTS = {"token_embedding": Embedding, "positional_embedding": PositionalEmbedding,
-                  "embedding": HookPoint, "final_norm": LayerNorm,
-                  "language_model_head": Linear}
-_BLOCK_PARTS = {"attention_norm": LayerNorm, "attention": MultiheadAttention,
-                "mlp_norm": LayerNorm, "mlp_input": Linear, "mlp_output": Linear,
-                "mlp_dropout": Dropout, "residual_attention": HookPoint,
-                "residual_mlp": HookPoint}
-_ATTENTION_PARTS = {"output": Linear, "output_dropout": Dropout, "probabilities": HookPoint}
-
-
-def _layer_norm(x: np.ndarray, weight: Any, bias: Any, eps: float) -> np.ndarray:
-    """What the LayerNorm op computes, on arrays (the ``layer_norm`` of ``decoder_step``)."""
-    affine = [a for a in (weight, bias) if a is not None]
-    return ops.LayerNorm.forward_only(x, *affine, eps=eps, has_weight=weight is not None,
-                                      has_bias=bias is not None)
-
-
-def _gelu(a: np.ndarray) -> np.ndarray:
-    """What the Gelu op computes (exact GELU), on an array."""
-    return ops.Gelu.forward_only(a)
+def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:
+    """How one ``generate`` call runs its cached forwards: the step of the kernel
+    registered for ``type(model)`` when it takes this model, else ``model.forward``."""
+    prepare = _CACHED_STEPS.get(type(model))
+    step = None if prepare is None else prepare(model, caches)
+    if step is not None:
+        return step
+    return lambda ids: model.forward(ids, caches).data
 
 
 def _sample_next(logits: Any, temperature: float, top_k: int | None, generator: Rng) -> np.ndarray:

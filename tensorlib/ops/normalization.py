@@ -15,21 +15,16 @@ class LayerNorm(Function):
 
     With r = 1/sqrt(var + eps) and g = dy ⊙ weight (dy without a weight), the backward is
     dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ_rows dy ⊙ x̂, dbias = Σ_rows dy.
-    ``affine`` holds the weight and the bias that are present, in that order. The two steps,
-    ``normalize`` and ``gradients``, are called through ``ctx.function`` (this op, or the
-    kernel registered in its place).
+    ``weight`` and ``bias`` may each be None. The two steps, ``normalize`` and ``gradients``,
+    are called through ``ctx.function`` (this op, or the kernel registered in its place).
     """
 
     op_name = "layer_norm"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, *affine: Any, eps: float, has_weight: bool,
-                has_bias: bool) -> Any:
-        weight = affine[0] if has_weight else None
-        bias = affine[-1] if has_bias else None
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
         out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
         ctx.save_for_backward(normalized, inverse_std, weight)
-        ctx.has_weight, ctx.has_bias = has_weight, has_bias
         return out
 
     @staticmethod
@@ -51,16 +46,8 @@ class LayerNorm(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         normalized, inverse_std, weight = ctx.saved_tensors
-        wanted = ctx.needs_input_grad
-        want_weight, want_bias = ctx.has_weight and wanted[1], ctx.has_bias and wanted[-1]
-        dx, dweight, dbias = ctx.function.gradients(grad, normalized, inverse_std, weight,
-                                                    (wanted[0], want_weight, want_bias))
-        grads: list[Any] = [dx]
-        if ctx.has_weight:
-            grads.append(dweight)
-        if ctx.has_bias:
-            grads.append(dbias)
-        return tuple(grads)
+        return ctx.function.gradients(grad, normalized, inverse_std, weight,
+                                      ctx.needs_input_grad)
 
     @staticmethod
     def gradients(grad: Any, normalized: Any, inverse_std: Any, weight: Any,

@@ -149,7 +149,7 @@ def child(case: str, args: argparse.Namespace) -> None:
             model.generate(prompt, 63, rng=Rng(1), use_cache=True)
     else:
         kind, batch = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32)}[case]
-        step = cases.build_pair(kind, batch)[0]
+        step = cases.training_step("tensorlib", kind, batch)
     for _ in range(args.warmup):
         step()
     wall, cpu = [], []

@@ -41,6 +41,12 @@ class CrossEntropyKernel(ops.CrossEntropy):
 class LinearKernel(ops.Linear):
     column_sum = staticmethod(column_sum)
 
+    @staticmethod
+    def add_bias(out: Any, bias: Any) -> Any:
+        """In place: ``out`` is the fresh product (no second (N, out) array)."""
+        out += bias
+        return out
+
 
 class EmbeddingKernel(ops.Embedding):
     rows_summed_by_id = staticmethod(rows_summed_by_id)
@@ -51,8 +57,47 @@ class SoftmaxKernel(ops.Softmax):
 
 
 class CausalAttentionKernel(ops.CausalAttention):
+    """The op's formulas with fewer arrays: the scores scaled in place, and the three
+    gradients written straight into one (B, T, 3, H, D) buffer through views (``out=``),
+    so that the gradient of ``qkv`` needs no stacking copy."""
+
     causal_softmax = staticmethod(causal_softmax_)
     row_sum = staticmethod(row_sum)
+
+    @staticmethod
+    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
+        batch, length, triple = qkv.shape
+        query, key, value = ops.attention._heads(qkv, heads)
+        scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
+        scores *= scores.dtype.type(scale)
+        probabilities = causal_softmax_(scores, 0)  # overwrites scores
+        context = probabilities @ value  # (B, H, T, D)
+        ctx.save_for_backward(qkv, probabilities)
+        ctx.heads, ctx.scale = heads, scale
+        return context.transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)  # (B, T, C)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        qkv, probabilities = ctx.saved_tensors
+        batch, length, triple = qkv.shape
+        heads, width = ctx.heads, triple // 3 // ctx.heads
+        query, key, value = ops.attention._heads(qkv, heads)
+        grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # dO
+        grad_qkv = np.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
+        grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
+                                            for i in range(3))
+        np.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
+        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
+        grad_scores -= row_sum(grad_scores * probabilities)
+        grad_scores *= probabilities
+        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
+        np.matmul(grad_scores, key, out=grad_query)  # dq
+        np.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
+        return grad_qkv.reshape(batch, length, triple)
+
+    @staticmethod
+    def applies(qkv: Any, heads: int, scale: float) -> bool:
+        return isinstance(qkv, np.ndarray)  # out= into views: numpy arrays
 
 
 class SharedMatMulKernel(ops.MatMul):

@@ -61,8 +61,9 @@ class Linear(Function):
     """y = x Wᵀ + b over the last axis of ``x (..., in)``, one node.
 
     The leading axes are folded into rows, so forward and each gradient are one matrix
-    product: with dy as rows (N, out), dx = dy W, dW = dyᵀ x, db = Σ_rows dy (the step
-    ``column_sum``, called through ``ctx.function``: this op, or the kernel in its place).
+    product: with dy as rows (N, out), dx = dy W, dW = dyᵀ x, db = Σ_rows dy. The steps
+    ``add_bias`` and ``column_sum`` are called through ``ctx.function`` (this op, or the
+    kernel registered in its place).
     """
 
     op_name = "linear"
@@ -72,7 +73,7 @@ class Linear(Function):
         rows = x.reshape(-1, x.shape[-1])  # (N, in)
         out = rows @ weight.T  # (N, out)
         if bias is not None:
-            out = out + bias
+            out = ctx.function.add_bias(out, bias)
         ctx.save_for_backward(x, weight)
         return out.reshape(*x.shape[:-1], weight.shape[0])
 
@@ -85,6 +86,11 @@ class Linear(Function):
         grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
         grad_bias = ctx.function.column_sum(rows_grad) if wanted[2] else None
         return grad_x, grad_weight, grad_bias
+
+    @staticmethod
+    def add_bias(out: Any, bias: Any) -> Any:
+        """``out + bias``, the bias added to every row."""
+        return out + bias
 
     @staticmethod
     def column_sum(rows: Any) -> Any:

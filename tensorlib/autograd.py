@@ -126,6 +126,12 @@ def profile_ops() -> Iterator[OpProfile]:
         _profile = previous
 
 
+def node_name(function: type[Function]) -> str:
+    """What a call of ``function`` is called in graphs, profiles and errors: its
+    ``op_name``, else its class name in lower case."""
+    return function.op_name or function.__name__.lower()
+
+
 class Context:
     """A graph node: what one op call saved for its backward, and where its inputs came from.
 
@@ -136,7 +142,7 @@ class Context:
 
     def __init__(self, function: type[Function]):
         self.function = function
-        self.name: str = function.op_name or function.__name__.lower()
+        self.name: str = node_name(function)
         self.saved: tuple[Any, ...] | None = ()
         self.needs_input_grad: tuple[bool, ...] = ()
         self.next: tuple[Any, ...] = ()

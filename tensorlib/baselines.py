@@ -113,7 +113,7 @@ class BigramModel:
     def from_words(cls, words: Iterable[str], tokenizer: CharTokenizer,
                    smoothing: float = 1.0) -> BigramModel:
         """Encode ``words`` with ``tokenizer`` and :meth:`fit` its vocabulary."""
-        encoded = [tokenizer.encode(word) for word in _check_words(words)]
+        encoded = [tokenizer.encode(word) for word in validation.words(words)]
         return cls.fit(encoded, tokenizer.vocabulary_size, smoothing, tokenizer.boundary_id)
 
     def pair_negative_log_likelihood(self, previous: np.ndarray,
@@ -139,7 +139,7 @@ class BigramModel:
     def word_negative_log_likelihood(self, words: Iterable[str],
                                      tokenizer: CharTokenizer) -> float:
         """:meth:`negative_log_likelihood` of ``words`` encoded with ``tokenizer``."""
-        return self.negative_log_likelihood([tokenizer.encode(w) for w in _check_words(words)])
+        return self.negative_log_likelihood([tokenizer.encode(w) for w in validation.words(words)])
 
     def sample(self, rng: Rng, count: int = 1, max_length: int = 50) -> list[list[int]]:
         """Draw ``count`` words (id lists without boundaries), all at once: every step draws
@@ -168,12 +168,6 @@ class BigramModel:
     def __repr__(self) -> str:
         return (f"BigramModel(vocabulary_size={self.vocabulary_size}, "
                 f"smoothing={self.smoothing}, pairs={int(self.counts.sum())})")
-
-
-def _check_words(words: Iterable[str]) -> list[str]:
-    if isinstance(words, str):
-        raise TypeError("words must be an iterable of strings, not one string")
-    return list(words)
 
 
 def _check_ids(previous: np.ndarray, following: np.ndarray, vocabulary_size: int) -> None:

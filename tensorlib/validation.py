@@ -96,6 +96,13 @@ def boolean(value: Any, what: str) -> bool:
     return bool(value)
 
 
+def words(values: Any, what: str = "words") -> list[str]:
+    """``values`` as a list; one string is refused (it would be taken letter by letter)."""
+    if isinstance(values, str):
+        raise TypeError(f"{what} must be an iterable of strings, not one string")
+    return list(values)
+
+
 def float_dtype(dtype: Any) -> np.dtype:
     """``np.dtype(dtype)``, which must be a floating-point dtype."""
     try:

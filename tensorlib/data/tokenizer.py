@@ -127,12 +127,6 @@ class CharTokenizer:
         )
 
 
-def _check_words(words: Iterable[str]) -> list[str]:
-    if isinstance(words, str):
-        raise TypeError("words must be an iterable of strings, not one string")
-    return list(words)
-
-
 def _check_tokenizer(tokenizer: CharTokenizer) -> None:
     if not isinstance(tokenizer, CharTokenizer):
         raise TypeError(f"tokenizer must be a CharTokenizer, got {type(tokenizer).__name__}")
@@ -155,7 +149,7 @@ def context_target_pairs(
     >>> contexts.tolist(), targets.tolist()
     ([[0, 0], [0, 1], [1, 2]], [1, 2, 0])
     """
-    words = _check_words(words)
+    words = validation.words(words)
     _check_tokenizer(tokenizer)
     context_length = validation.positive_integer(context_length, "context_length")
     boundary = [tokenizer.boundary_id]
@@ -200,7 +194,7 @@ def sequence_targets(
     Returns ``(inputs, targets)``: int64 arrays, both (N, block_size). Raises ValueError
     when the stream is shorter than ``block_size + 1``.
     """
-    words = _check_words(words)
+    words = validation.words(words)
     _check_tokenizer(tokenizer)
     block_size = validation.positive_integer(block_size, "block_size")
     stride = block_size if stride is None else validation.positive_integer(stride, "stride")

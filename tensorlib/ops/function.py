@@ -138,7 +138,7 @@ class _Unrecorded:
 
     def __init__(self, function: type[Function]):
         self.function = function
-        self.name: str = function.op_name or function.__name__.lower()
+        self.name: str = autograd.node_name(function)
 
     def save_for_backward(self, *arrays: Any) -> None:
         """Nothing to save: no backward will run."""

@@ -90,13 +90,9 @@ def decoder_step(model: DecoderArrays, ids: Any, start: int, caches: Sequence[An
     with nothing in between: no Tensor, no module call, no graph node, no check.
     Accuracy: bit for bit the module path's logits (tests/test_generation_fast_path.py
     checks equality of logits and of sampled tokens, float32 and float64).
-    Why: a cached step of case (d)'s decoder (4 blocks, 128 channels) made 97 op calls per
-    token, each a ``Function.apply`` with its checks, a Tensor and a Context, plus some fifty
-    module calls; the op forwards were about half of the time. With this kernel, generating
-    63 tokens (benchmarks/run.py case (d), tensorlib alone, before and after in alternating
-    processes, medians of 14 rounds) went from 176 to 82 ms at one thread and from 224 to
-    70 ms at two; a second run of 10 rounds gave 192 to 65 and 173 to 61 ms
-    (docs/performance.md, "Generation without the graph").
+    Why: through the modules, a cached step of case (d)'s decoder makes about a hundred op
+    calls and fifty module calls per token, half of its time.
+    Measured: docs/performance.md, "Generation without the graph".
     """
     batch, length = ids.shape
     x = model.token_table[ids]  # (B, T, C), as Embedding

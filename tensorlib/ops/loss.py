@@ -7,6 +7,7 @@ from typing import Any
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.ops.softmax import log_softmax
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -73,8 +74,7 @@ class CrossEntropy(Function):
     def row_losses(logits: Any, targets: Any, label_smoothing: float) -> tuple[Any, Any]:
         """``(log_probs (N, V), losses (N,))`` of logit rows ``(N, V)`` and targets ``(N,)``."""
         xp = array_module(logits)
-        shifted = logits - logits.max(axis=-1, keepdims=True)
-        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))  # (N, V)
+        log_probs = log_softmax(logits, axis=-1)  # (N, V)
         losses = -log_probs[xp.arange(logits.shape[0]), targets]  # (N,)
         if label_smoothing:
             losses = (1.0 - label_smoothing) * losses - label_smoothing * log_probs.mean(-1)

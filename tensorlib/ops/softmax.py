@@ -35,6 +35,13 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
     return exps / exps.sum(axis=axis, keepdims=True)
 
 
+def log_softmax(a: Any, axis: int = -1) -> Any:
+    """log p = (a - max) - log Σ exp(a - max) along ``axis``."""
+    xp = array_module(a)
+    shifted = a - a.max(axis=axis, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+
 def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
     """The vector-Jacobian product of softmax along ``axis``: p ⊙ (g - Σ g ⊙ p)."""
     weighted = grad * probabilities
@@ -81,10 +88,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: int = -1) -> Any:
-        xp = array_module(a)
-        shifted = a - a.max(axis=axis, keepdims=True)
-        log_total = xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
-        out = shifted - log_total
+        out = log_softmax(a, axis)
         ctx.save_for_backward(out)
         ctx.axis = axis
         return out

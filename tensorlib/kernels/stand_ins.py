@@ -15,6 +15,7 @@ import numpy as np
 
 from tensorlib import autograd, ops
 from tensorlib.autograd import Context
+from tensorlib.backend import array_module
 from tensorlib.kernels.gelu import gelu_float32
 from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
@@ -65,16 +66,10 @@ class CausalAttentionKernel(ops.CausalAttention):
     row_sum = staticmethod(row_sum)
 
     @staticmethod
-    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
-        batch, length, triple = qkv.shape
-        query, key, value = ops.attention._heads(qkv, heads)
+    def scaled_scores(query: Any, key: Any, scale: float) -> Any:
         scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
         scores *= scores.dtype.type(scale)
-        probabilities = causal_softmax_(scores, 0)  # overwrites scores
-        context = probabilities @ value  # (B, H, T, D)
-        ctx.save_for_backward(qkv, probabilities)
-        ctx.heads, ctx.scale = heads, scale
-        return context.transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)  # (B, T, C)
+        return scores
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -83,21 +78,18 @@ class CausalAttentionKernel(ops.CausalAttention):
         heads, width = ctx.heads, triple // 3 // ctx.heads
         query, key, value = ops.attention._heads(qkv, heads)
         grad_out = grad.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)  # dO
-        grad_qkv = np.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
+        xp = array_module(qkv)
+        grad_qkv = xp.empty((batch, length, 3, heads, width), dtype=qkv.dtype)
         grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
                                             for i in range(3))
-        np.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
+        xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
         grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
         grad_scores -= row_sum(grad_scores * probabilities)
         grad_scores *= probabilities
         grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
-        np.matmul(grad_scores, key, out=grad_query)  # dq
-        np.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
+        xp.matmul(grad_scores, key, out=grad_query)  # dq
+        xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
         return grad_qkv.reshape(batch, length, triple)
-
-    @staticmethod
-    def applies(qkv: Any, heads: int, scale: float) -> bool:
-        return isinstance(qkv, np.ndarray)  # out= into views: numpy arrays
 
 
 class SharedMatMulKernel(ops.MatMul):

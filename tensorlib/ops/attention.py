@@ -28,9 +28,9 @@ class CausalAttention(Function):
         dv = Pᵀ dO,   dP = dO vᵀ,   dS = scale · P ⊙ (dP - Σ_j dP ⊙ P),
         dq = dS k,    dk = dSᵀ q
 
-    written straight into the (B, T, 3, H, D) gradient of ``qkv`` through views. The steps
-    ``causal_softmax`` and ``row_sum`` are called through ``ctx.function`` (this op, or the
-    kernel registered in its place).
+    stacked into the gradient of ``qkv`` in its (B, T, 3C) layout. The steps
+    ``scaled_scores``, ``causal_softmax`` and ``row_sum`` are called through ``ctx.function``
+    (this op, or the kernel registered in its place).
     """
 
     op_name = "causal_attention"
@@ -39,7 +39,7 @@ class CausalAttention(Function):
     def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
         batch, length, triple = qkv.shape
         query, key, value = _heads(qkv, heads)
-        scores = (query @ key.transpose(0, 1, 3, 2)) * qkv.dtype.type(scale)  # (B, H, T, T)
+        scores = ctx.function.scaled_scores(query, key, scale)  # (B, H, T, T)
         probabilities = ctx.function.causal_softmax(scores, 0)  # may overwrite scores
         context = probabilities @ value  # (B, H, T, D)
         ctx.save_for_backward(qkv, probabilities)
@@ -63,6 +63,11 @@ class CausalAttention(Function):
         grad_key = grad_scores.transpose(0, 1, 3, 2) @ query  # dk
         grad_qkv = xp.stack([grad_query, grad_key, grad_value], axis=2)  # (B, H, 3, T, D)
         return grad_qkv.transpose(0, 3, 2, 1, 4).reshape(batch, length, triple)
+
+    @staticmethod
+    def scaled_scores(query: Any, key: Any, scale: float) -> Any:
+        """S = scale · q kᵀ, ``(B, H, T, T)``."""
+        return (query @ key.transpose(0, 1, 3, 2)) * query.dtype.type(scale)
 
     causal_softmax = staticmethod(Softmax.causal_softmax)
 

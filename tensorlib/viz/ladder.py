@@ -11,9 +11,11 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib.viz.plots import _figure_and_axes
+from tensorlib.viz.plots import _figure_and_axes, _finish_axes
 
 __all__ = ["plot_ladder_curves", "plot_loss_by_position"]
+
+LOSS_LABEL = "validation loss (nats per character)"
 
 
 def _rungs(record: Any) -> dict[str, dict[str, Any]]:
@@ -21,15 +23,6 @@ def _rungs(record: Any) -> dict[str, dict[str, Any]]:
         raise TypeError("expected a ladder record (run_ladder's result or its ladder.json "
                         "read back), a dict with a 'rungs' list")
     return {rung["rung"]: rung for rung in record["rungs"]}
-
-
-def _label(axes: Axes, xlabel: str, title: str | None) -> None:
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel("validation loss (nats per character)")
-    if title:
-        axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    axes.legend(loc="upper right", fontsize="small")
 
 
 def plot_ladder_curves(record: dict[str, Any], ax: Axes | None = None,
@@ -45,7 +38,7 @@ def plot_ladder_curves(record: dict[str, Any], ax: Axes | None = None,
         else:
             axes.axhline(rung["validation_loss"], color=f"C{index}", linestyle="--",
                          linewidth=1.2, label=label)
-    _label(axes, "step", title)
+    _finish_axes(axes, "step", LOSS_LABEL, title, loc="upper right", fontsize="small")
     return figure
 
 
@@ -78,5 +71,6 @@ def plot_loss_by_position(record: dict[str, Any],
     share.set_ylim(0, 4 * shares.max())  # the bars fill the lowest quarter
     axes.set_zorder(share.get_zorder() + 1)
     axes.patch.set_visible(False)
-    _label(axes, "position in the name (letters already seen)", title)
+    _finish_axes(axes, "position in the name (letters already seen)", LOSS_LABEL, title,
+                 loc="upper right", fontsize="small")
     return figure

@@ -102,6 +102,17 @@ def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Fig
     return figure, ax
 
 
+def _finish_axes(axes: Axes, xlabel: str, ylabel: str, title: str | None,
+                 **legend: Any) -> None:
+    """The labels, a light grid, the legend (``legend`` passed on) and the title, if any."""
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, alpha=0.3)
+    axes.legend(**legend)
+    if title:
+        axes.set_title(title)
+
+
 def _as_array(value: Any, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
         return value.data

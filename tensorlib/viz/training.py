@@ -36,7 +36,7 @@ from tensorlib.nn.capture import capture_activations
 from tensorlib.nn.layers import Tanh
 from tensorlib.nn.module import Module
 from tensorlib.train import RangeTest
-from tensorlib.viz.plots import _figure_and_axes
+from tensorlib.viz.plots import _figure_and_axes, _finish_axes
 
 __all__ = ["TrainingWatch", "WatchRecord", "dead_unit_fraction",
            "plot_learning_rate_range_test", "plot_update_ratios", "watch_training"]
@@ -160,12 +160,7 @@ def plot_update_ratios(watch: TrainingWatch, guide: float = -3.0, ax: Axes | Non
     for name, history in watch.update_ratio_history().items():
         axes.plot(watch.steps, history, linewidth=1.2, label=name)
     axes.axhline(validation.real(guide, "guide"), color="black", linestyle="--", linewidth=1.0)
-    axes.set_xlabel("step")
-    axes.set_ylabel("log10(std(update) / std(weight))")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8)
-    if title:
-        axes.set_title(title)
+    _finish_axes(axes, "step", "log10(std(update) / std(weight))", title, fontsize=8)
     return figure
 
 
@@ -180,17 +175,12 @@ def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
         raise ValueError("the range test recorded no loss")
     figure, axes = _figure_and_axes(ax, (7.0, 3.5))
     exponents = np.log10(result.learning_rates)
+    smoothed = result.smoothed_losses()
     axes.plot(exponents, result.losses, linewidth=0.8, alpha=0.4, label="loss at each step")
-    axes.plot(exponents, result.smoothed_losses(), linewidth=1.5, label="smoothed")
+    axes.plot(exponents, smoothed, linewidth=1.5, label="smoothed")
     suggestion = result.suggestion()
     axes.axvline(math.log10(suggestion), color="black", linestyle="--", linewidth=1.0,
                  label=f"suggestion {suggestion:.3g}")
-    smoothed = result.smoothed_losses()
     axes.set_ylim(0.95 * float(np.min(result.losses)), 1.5 * float(smoothed[0]))  # the blow-up
-    axes.set_xlabel("log10(learning rate)")                                      # leaves the top
-    axes.set_ylabel("training loss")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8)
-    if title:
-        axes.set_title(title)
+    _finish_axes(axes, "log10(learning rate)", "training loss", title, fontsize=8)  # off the top
     return figure

@@ -327,17 +327,21 @@ class RungResult:
     position_count: list[int]
 
 
-def _bigram_result(data: LadderData) -> RungResult:
+def _by_position(nats: np.ndarray, counts: np.ndarray) -> tuple[list[float], list[int]]:
+    """The loss at each position (0 where there is no target) and the counts, as lists."""
+    return [float(x) for x in nats / np.maximum(counts, 1)], [int(c) for c in counts]
+
+
+def _bigram_result(data: LadderData) -> tuple[RungResult, BigramModel]:
     started = time.perf_counter()
     bigram = BigramModel.from_words(data.train_words, data.tokenizer, smoothing=1.0)
     seconds = time.perf_counter() - started
     nats, counts = position_nats(bigram, data.validation)
     characters = int(data.train[2].sum())
-    return RungResult("bigram", DESCRIPTIONS["bigram"], bigram.counts.size, 0, characters,
-                      seconds, mean_nats(bigram, data.train_sample),
-                      float(nats.sum() / counts.sum()), [], [],
-                      [float(x) for x in nats / np.maximum(counts, 1)],
-                      [int(c) for c in counts])
+    result = RungResult("bigram", DESCRIPTIONS["bigram"], bigram.counts.size, 0, characters,
+                        seconds, mean_nats(bigram, data.train_sample),
+                        float(nats.sum() / counts.sum()), [], [], *_by_position(nats, counts))
+    return result, bigram
 
 
 def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int | None = None,
@@ -351,8 +355,7 @@ def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int 
     losses by position are then empty).
     """
     if rung == "bigram":
-        bigram = _bigram_result(data)
-        return bigram, BigramModel.from_words(data.train_words, data.tokenizer, smoothing=1.0)
+        return _bigram_result(data)
     steps = budget.steps if steps is None else steps
     if not 1 <= steps <= budget.steps:
         raise ValueError(f"steps must be in [1, {budget.steps}] (the budget's), got {steps}")
@@ -372,9 +375,16 @@ def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int 
         characters += int(valid.sum())
         return inputs[:, :length], (targets[:, :length], valid[:, :length])
 
+    scored: list[tuple[np.ndarray, np.ndarray]] = []  # the latest validation, by position
+
+    def validation_loss() -> float:
+        scored[:] = [position_nats(model, data.validation)]
+        nats, counts = scored[0]
+        return float(nats.sum() / counts.sum())
+
     history = train(model, optimizer, batch, steps=steps, loss_fn=rung_loss,
                     schedule=schedule, max_grad_norm=budget.max_grad_norm,
-                    evaluate=(lambda: mean_nats(model, data.validation)) if evaluate else None,
+                    evaluate=validation_loss if evaluate else None,
                     evaluate_every=budget.evaluate_every if evaluate else None,
                     progress=progress)
     seconds = float(sum(record.seconds for record in history))
@@ -383,17 +393,14 @@ def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int 
     window = budget.train_window
     train_curve = [(end, float(batch_losses[end - window:end].mean()))
                    for end in range(window, len(batch_losses) + 1, window)]
-    if evaluate:
-        nats, counts = position_nats(model, data.validation)
-        train_loss = mean_nats(model, data.train_sample)
-        validation_loss = curve[-1][1]
-        by_position = [float(x) for x in nats / np.maximum(counts, 1)]
-        count_list = [int(c) for c in counts]
+    if evaluate:  # train() scored the validation set after the last step: reuse it
+        train_loss, final_loss = mean_nats(model, data.train_sample), curve[-1][1]
+        by_position, count_list = _by_position(*scored[0])
     else:
-        train_loss = validation_loss = math.nan
+        train_loss = final_loss = math.nan
         by_position, count_list = [], []
     result = RungResult(rung, DESCRIPTIONS[rung], model.num_parameters(), steps, characters,
-                        seconds, train_loss, validation_loss, curve, train_curve, by_position,
+                        seconds, train_loss, final_loss, curve, train_curve, by_position,
                         count_list)
     return result, model
 

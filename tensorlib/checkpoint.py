@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.autograd import no_grad
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.rng import Rng
 
 __all__ = [
@@ -298,8 +298,7 @@ def _read_file(path: str | os.PathLike) -> bytes:
 # =============================================================================== arguments
 def _check_module(module: Any) -> None:
     """A Module whose whole state is its parameters: TLCKPT v1 stores nothing else."""
-    if not isinstance(module, Module):
-        raise TypeError(f"module must be a tensorlib Module, got {type(module).__name__}")
+    check_module(module, "module")
     running = [f"{prefix}.{name}" if prefix else name
                for prefix, child in module.named_modules() for name in child.running_buffers
                if name in child._buffers]

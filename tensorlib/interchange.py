@@ -13,21 +13,14 @@ a float32 model), as ``Module.load_state_dict`` does.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import numpy as np
 from safetensors import numpy as safetensors_numpy
 
 from tensorlib.checkpoint import CheckpointError, write_atomic
-from tensorlib.nn.module import IncompatibleKeys, Module, StateDictError
+from tensorlib.nn.module import IncompatibleKeys, Module, StateDictError, check_module
 
 __all__ = ["load_safetensors", "read_safetensors", "save_safetensors"]
-
-
-def _check_module(module: Any) -> Module:
-    if not isinstance(module, Module):
-        raise TypeError(f"expected a tensorlib Module, got {type(module).__name__}")
-    return module
 
 
 def save_safetensors(path: str | os.PathLike, module: Module,
@@ -37,7 +30,7 @@ def save_safetensors(path: str | os.PathLike, module: Module,
     ``metadata`` is an optional dict of strings stored in the file's header. Non-finite
     values raise ValueError and nothing is written.
     """
-    _check_module(module)
+    check_module(module, "module")
     if metadata is not None and (not isinstance(metadata, dict) or not all(
             isinstance(key, str) and isinstance(value, str) for key, value in metadata.items())):
         raise TypeError(f"metadata must be a dict of strings, got {metadata!r}")
@@ -78,7 +71,7 @@ def load_safetensors(path: str | os.PathLike, module: Module,
     returned. Shapes must always match. Any problem raises CheckpointError and leaves the
     module untouched.
     """
-    _check_module(module)
+    check_module(module, "module")
     arrays = read_safetensors(path)
     try:
         return module.load_state_dict(arrays, strict=strict)

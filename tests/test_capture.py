@@ -134,7 +134,7 @@ def test_capture_with_gradients_and_in_a_wrapper_module():
     with pytest.raises(TypeError, match="found no HookPoint in this Linear"):
         with capture_activations(Linear(2, 2, rng=Rng(0))):
             pass
-    with pytest.raises(TypeError, match="needs a Module"):
+    with pytest.raises(TypeError, match="model must be a Module"):
         with capture_activations("model"):
             pass
 

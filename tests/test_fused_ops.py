@@ -178,6 +178,38 @@ def test_causal_attention_agrees_with_its_primitive_twin(batch, length, heads, w
     assert count_nodes(fused) == 1
 
 
+def test_attend_between_split_and_merged_heads_is_the_fused_core():
+    qkv = random(2, 5, 12, seed=3)
+    query, key, value = F.split_heads(qkv, 2)  # (2, 2, 5, 2) each
+    assert query.shape == key.shape == value.shape == (2, 2, 5, 2)
+    context, probabilities = F.attend(query, key, value, 1 / math.sqrt(2))
+    assert probabilities.shape == (2, 2, 5, 5)
+    np.testing.assert_array_equal(np.triu(probabilities.data, 1), 0.0)  # no look ahead
+    merged = F.merge_heads(context)
+    np.testing.assert_allclose(merged.data, F.causal_attention(qkv, 2).data, rtol=1e-12)
+    assert gradcheck(lambda t: F.merge_heads(F.attend(*F.split_heads(t, 2), 0.7)[0]), qkv)
+
+
+def test_attend_after_cached_keys_gives_the_rows_of_the_whole_sequence():
+    qkv = random(1, 6, 6, seed=4, requires_grad=False)
+    query, key, value = F.split_heads(qkv, 1)
+    whole, _ = F.attend(query, key, value, 0.5)
+    offset = 4  # the last two queries, the first four keys already cached
+    late, late_probabilities = F.attend(query[:, :, offset:], key, value, 0.5, offset=offset)
+    np.testing.assert_allclose(late.data, whole.data[:, :, offset:], rtol=1e-12)
+    assert late_probabilities.shape == (1, 1, 2, 6)
+    assert late_probabilities.data[0, 0, 0, 5] == 0.0  # query 4 does not see key 5
+
+
+def test_attend_hands_the_probabilities_to_observe_before_mixing():
+    qkv = random(1, 3, 3, seed=6, requires_grad=False)
+    uniform = tl.Tensor(np.tril(np.ones((1, 1, 3, 3))) / np.arange(1, 4)[:, None])
+    context, seen = F.attend(*F.split_heads(qkv, 1), 1.0, observe=lambda p: uniform)
+    assert seen is uniform
+    value = qkv.data[0, :, 2:]  # (T, D)
+    np.testing.assert_allclose(context.data[0, 0], np.cumsum(value, 0) / np.arange(1, 4)[:, None])
+
+
 def test_causal_attention_passes_gradcheck_with_a_custom_scale():
     qkv = random(2, 4, 12, seed=5)
     assert gradcheck(lambda t: F.causal_attention(t, 2, scale=0.7), qkv)

@@ -118,7 +118,7 @@ def test_constructor_rejects_bad_arguments(kwargs, error):
 
 def test_forward_rejects_mismatched_inputs():
     layer = Linear(3, 2, rng=Rng(0))
-    with pytest.raises(ValueError, match=r"3 features, got shape \(2, 4\)"):
+    with pytest.raises(ValueError, match=r"shape \(2, 4\) does not end in the weight's 3 input"):
         layer(tl.zeros(2, 4))
     with pytest.raises(TypeError, match="Tensor"):
         layer(np.zeros((2, 3)))

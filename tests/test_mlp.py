@@ -110,7 +110,7 @@ def test_config_validation(kwargs, error, message):
 
 def test_forward_rejects_wrong_width():
     mlp = MLP(3, [4], 2, ["relu", None], rng=Rng(0))
-    with pytest.raises(ValueError, match=r"3 features, got shape \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"shape \(2, 5\) does not end in the weight's 3 input"):
         mlp(tl.zeros(2, 5))
 
 

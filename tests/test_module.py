@@ -552,3 +552,11 @@ def test_assigning_parameter_data_keeps_shape_and_dtype():
     loose = Parameter(np.zeros(2, dtype=np.float32))
     with pytest.raises(ValueError, match=r"to a parameter of shape \(2,\)"):
         loose.data = np.zeros(3, dtype=np.float32)
+
+
+def test_check_module_names_what_was_given():
+    from tensorlib.nn.module import check_module
+    model = Module()
+    assert check_module(model, "model") is model
+    with pytest.raises(TypeError, match="save's model must be a Module, got list"):
+        check_module([], "save's model")

@@ -123,7 +123,7 @@ def test_a_group_refuses_bad_settings_and_keeps_its_own(change, error, message):
      "cannot be combined with parameter groups"),
     (lambda n: SGD(n, lr=[0.1, 0.2]), ValueError, r"has 2 rates for 3 parameters"),
     (lambda n: SGD(n, lr=[0.1, -0.2, 0.3]), ValueError, r"lr\[1\] must be a finite number"),
-    (lambda n: weight_decay_groups([n.weight], 0.1), TypeError, "needs a Module"),
+    (lambda n: weight_decay_groups([n.weight], 0.1), TypeError, "module must be a Module"),
     (lambda n: weight_decay_groups(n, -0.1), ValueError, "weight_decay must be"),
 ])
 def test_bad_groups_are_refused_by_name(build, error, message):

@@ -136,5 +136,5 @@ def test_export_merged_of_a_lone_stand_in_and_of_a_plain_model():
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(state[name], value)
         assert state[name] is not dict(model.named_parameters())[name].data  # copies
-    with pytest.raises(TypeError, match="takes a Module"):
+    with pytest.raises(TypeError, match="model must be a Module"):
         export_merged({"weight": np.zeros(2)})

@@ -15,17 +15,14 @@ and which section of docs/performance.md holds its measurements.
 paths, with no kernel and no kernel cache (tests/test_reference_mode.py holds the two modes
 in agreement, tests/test_kernels.py each kernel to its formula).
 
-Two kinds of kernel:
-
-- drop-ins, which compute exactly what a one-line numpy expression computes and evaluate that
-  expression themselves in reference mode: ``row_sum``, ``row_mean``, ``column_sum``
-  (``tensorlib.kernels.reductions``);
-- fast paths for a whole formula, standing in for an op's step (``stand_ins``) or called
-  where ``enabled()`` says they may run: ``gelu_float32``, ``causal_softmax_``,
-  ``layer_norm`` and ``layer_norm_backward``, ``cross_entropy_rows`` and
-  ``cross_entropy_backward``, ``shared_matmul`` and ``shared_matmul_backward``,
-  ``rows_summed_by_id``, ``adamw_step``, ``sole_reference``, and
-  ``decoder_step`` (one cached generation step of a Decoder on raw arrays, no graph).
+The kernels: sums along rows and columns (``row_sums``, ``blas_row_sum``,
+``blas_column_sum``, in ``tensorlib.kernels.reductions``), and fast paths for a whole
+formula, standing in for an op's step (``stand_ins``) or called where ``enabled()`` says
+they may run: ``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and
+``layer_norm_backward``, ``cross_entropy_rows`` and ``cross_entropy_backward``,
+``shared_matmul`` and ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``,
+``sole_reference``, and ``decoder_step`` (one cached generation step of a Decoder on raw
+arrays, no graph).
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
 update, embedding's backward) can split a large array's rows into contiguous blocks run at
@@ -50,17 +47,23 @@ from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.mode import enabled, is_reference_mode, reference_mode, set_reference_mode
 from tensorlib.kernels.normalization import layer_norm, layer_norm_backward
-from tensorlib.kernels.reductions import column_sum, constant_vector, row_mean, row_sum
+from tensorlib.kernels.reductions import (
+    blas_column_sum,
+    blas_row_sum,
+    constant_vector,
+    row_sums,
+)
 from tensorlib.kernels.references import sole_reference
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
 from tensorlib.kernels.threads import get_num_threads, set_num_threads
 
 __all__ = [
-    "adamw_step", "cache_entries", "causal_softmax_", "clear_caches", "column_sum",
+    "adamw_step", "blas_column_sum", "blas_row_sum", "cache_entries", "causal_softmax_",
+    "clear_caches",
     "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "decoder_step",
     "enabled", "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode",
-    "layer_norm", "layer_norm_backward", "reference_mode", "row_mean", "row_sum",
+    "layer_norm", "layer_norm_backward", "reference_mode", "row_sums",
     "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
     "shared_matmul_backward", "sole_reference", "threads",
 ]

@@ -23,7 +23,7 @@ import numpy as np
 
 from tensorlib import autograd, ops
 from tensorlib.kernels.mode import enabled
-from tensorlib.kernels.softmax import causal_softmax_
+from tensorlib.kernels.stand_ins import CausalAttentionKernel
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.layers import (
     Dropout,
@@ -35,6 +35,7 @@ from tensorlib.nn.layers import (
 )
 from tensorlib.nn.module import Module, ModuleList
 from tensorlib.nn.transformer import CachedStep, Decoder, DecoderBlock, register_cached_step
+from tensorlib.ops.attention import attend
 
 __all__ = ["BlockArrays", "DecoderArrays", "decoder_arrays", "decoder_step",
            "prepare_decoder_step"]
@@ -86,7 +87,7 @@ def decoder_step(model: DecoderArrays, ids: Any, start: int, caches: Sequence[An
     argument checks and a Tensor, every module call a ``Module.__call__``.
     How: the same numpy calls as those ops' forwards, in the same order and on arrays of the
     same layout (the fused (3C, C) Q/K/V weight, made once per ``generate`` call by
-    ``decoder_arrays``; the strided head views; ``causal_softmax_``),
+    ``decoder_arrays``; the strided head views; the CausalAttention kernel's steps),
     with nothing in between: no Tensor, no module call, no graph node, no check.
     Accuracy: bit for bit the module path's logits (tests/test_generation_fast_path.py
     checks equality of logits and of sampled tokens, float32 and float64).
@@ -105,18 +106,17 @@ def decoder_step(model: DecoderArrays, ids: Any, start: int, caches: Sequence[An
 
 
 def _attention(block: BlockArrays, x: Any, start: int, cache: Any) -> Any:
-    """MultiheadAttention.forward with a cache: fused Q/K/V, append, softmax over all the
-    cached keys, merge the heads, output projection."""
+    """MultiheadAttention.forward with a cache: fused Q/K/V, append, the attention core
+    (``attend`` with the CausalAttention kernel's steps) over all the cached keys, merge the
+    heads, output projection."""
     batch, length, channels = x.shape
     heads = block.heads
     width = channels // heads
     qkv = _linear(x, block.qkv_weight, block.qkv_bias)  # (B, T, 3C)
     split = qkv.reshape(batch, length, 3, heads, width).transpose(2, 0, 3, 1, 4)
     keys, values = cache.append(split[1], split[2])  # (B, H, T_total, D) views
-    scores = np.matmul(split[0], keys.transpose(0, 1, 3, 2))  # (B, H, T, T_total)
-    scores = scores * scores.dtype.type(float(1.0 / math.sqrt(width)))  # as Softmax
-    probabilities = causal_softmax_(scores, start)
-    context = np.matmul(probabilities, values)  # (B, H, T, D)
+    context, _ = attend(CausalAttentionKernel, split[0], keys, values,
+                        1.0 / math.sqrt(width), start)  # (B, H, T, D)
     merged = context.transpose(0, 2, 1, 3).reshape(batch, length, channels)
     return _linear(merged, *block.output)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.threads import cpu_elements, for_row_blocks, row_sums
+from tensorlib.kernels.reductions import row_sums
+from tensorlib.kernels.threads import cpu_elements, for_row_blocks
 
 __all__ = ["cross_entropy_backward", "cross_entropy_rows"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.reductions import column_sum
-from tensorlib.kernels.threads import cpu_elements, for_row_blocks, row_sums
+from tensorlib.kernels.reductions import blas_column_sum, row_sums
+from tensorlib.kernels.threads import cpu_elements, for_row_blocks
 
 __all__ = ["layer_norm", "layer_norm_backward"]
 
@@ -72,7 +72,7 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
     How: dy ⊙ x̂ and dx over blocks of rows on the kernels' threads, the two row means per
     row as einsum dot products with the weight (no g formed for them); the two sums over
     rows (dweight, dbias) afterwards on the calling thread, over the whole array
-    (``tensorlib.kernels.reductions.column_sum``), so they add in the same order whatever
+    (``tensorlib.kernels.reductions.blas_column_sum``), so they add in the same order whatever
     the thread count.
     Accuracy: a few ulps from the plain form (other orders of addition; tests/test_kernels.py).
     Measured: docs/performance.md, "Two threads for the elementwise kernels".
@@ -112,6 +112,6 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
 
     if projected is not None:
         for_row_blocks(block, rows.shape[0], cpu_elements(rows))
-    grad_weight = column_sum(projected) if want_weight else None
-    grad_bias = column_sum(rows) if want_bias else None
+    grad_weight = blas_column_sum(projected) if want_weight else None
+    grad_bias = blas_column_sum(rows) if want_bias else None
     return (None if dx is None else dx.reshape(grad.shape)), grad_weight, grad_bias

@@ -1,14 +1,17 @@
-"""Row and column sums as BLAS matrix-vector products.
+"""The kernels' sums along rows and columns, in the two ways they add.
 
-These are drop-ins: each computes exactly what the numpy expression in its docstring
-computes (up to the order of the additions), and in reference mode it evaluates that
-expression instead.
+- ``row_sums`` (einsum) adds each row by itself, in an order that does not depend on the
+  rows around it: what the kernels that share rows out between threads use, so that a
+  row's sum is the same in any block (``tensorlib.kernels.threads``).
+- ``blas_row_sum`` and ``blas_column_sum`` are matrix-vector products against a vector of
+  ones: one BLAS call where numpy would reduce many short rows one at a time. BLAS rounds a
+  row differently depending on how many rows it is given and how it splits them, so these
+  are for the kernels that run on one thread.
 
-How: numpy reduces along many short rows one row at a time, while a matrix-vector product
-against a vector of ones is one BLAS call.
-Accuracy: BLAS adds each row in its own order (blocked, with several partial sums), numpy
-pairwise; both are within a few ulps of the exact sum for rows of the length used here.
-Measured: docs/performance.md, "Layer norm, and sums as BLAS products".
+Each computes what the numpy expression in its docstring computes, up to the order of the
+additions: within a few ulps of the exact sum for the row lengths of these kernels.
+Measured: docs/performance.md, "Layer norm, and sums as BLAS products" and "Two threads for
+the elementwise kernels".
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.mode import enabled
 
-__all__ = ["blas_product", "column_sum", "constant_vector", "row_mean", "row_sum"]
+__all__ = ["blas_column_sum", "blas_product", "blas_row_sum", "constant_vector", "row_sums"]
 
 _CONSTANT_VECTORS: dict[tuple[Any, float, Any], Any] = {}
 
@@ -55,35 +57,27 @@ def _row_dot(a: Any, vector: Any) -> Any:
     return products.reshape(*a.shape[:-1], 1)
 
 
-def row_sum(a: Any) -> Any:
+def row_sums(a: Any) -> Any:
+    """The sum of each row of a 2-D float array, as a new 1-D array.
+
+    Plain formula: ``a.sum(axis=1)``. How: ``einsum("ij->i", a)``, each row in a few
+    running partial sums (not numpy's pairwise order), in the same order whatever the rows
+    around it.
+    """
+    return array_module(a).einsum("ij->i", a)
+
+
+def blas_row_sum(a: Any) -> Any:
     """The sum over the last axis, kept as an axis of size 1.
 
     Plain formula: ``a.sum(axis=-1, keepdims=True)``.
     """
-    if not enabled():
-        return a.sum(axis=-1, keepdims=True)
     return _row_dot(a, constant_vector(array_module(a), a.shape[-1], 1.0, a.dtype))
 
 
-def row_mean(a: Any, weight: Any = None) -> Any:
-    """The mean over the last axis of ``a ⊙ weight`` (of ``a`` when ``weight`` is None),
-    kept as an axis of size 1, without forming ``a ⊙ weight``.
-
-    Plain formula: ``(a * weight).mean(axis=-1, keepdims=True)``.
-    """
-    width = a.shape[-1]
-    if not enabled():
-        return (a if weight is None else a * weight).mean(axis=-1, keepdims=True)
-    if weight is None:
-        return _row_dot(a, constant_vector(array_module(a), width, 1.0 / width, a.dtype))
-    return _row_dot(a, weight / a.dtype.type(width))
-
-
-def column_sum(rows: Any) -> Any:
+def blas_column_sum(rows: Any) -> Any:
     """The sum of the rows of a 2-D array (over its first axis).
 
     Plain formula: ``rows.sum(axis=0)``.
     """
-    if not enabled():
-        return rows.sum(axis=0)
     return blas_product(constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype), rows)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
 
 from tensorlib.ops.function import kernels_on
+from tensorlib.references import other_references
 
 __all__ = ["sole_reference"]
-
-
-def _reference_count(array: Any) -> int:
-    return sys.getrefcount(array)
 
 
 def sole_reference(array: Any) -> bool:
@@ -24,24 +20,15 @@ def sole_reference(array: Any) -> bool:
 
     Stands in for: ``False``, that is, the backward engine's plain rule that a leaf's
     ``.grad`` is a copy of any gradient the engine did not sum itself.
-    How: ``sys.getrefcount`` against the count of an array held by one local name, measured
-    once at import through the same call chain. A fresh gradient from a backward (for
-    example a weight's dW = dyᵀ x) then becomes ``.grad`` without a copy: one pass over
-    every parameter's gradient saved per step.
+    How: ``tensorlib.references.other_references``, the package's reference count, with
+    the caller's name as the one known reference besides this function's parameter. A
+    fresh gradient from a backward (for example a weight's dW = dyᵀ x) then becomes
+    ``.grad`` without a copy: one pass over every parameter's gradient saved per step.
     Accuracy: exact; a reference the count does not see cannot exist in CPython, and any
     extra one makes the answer False (a copy, never a shared array).
     Measured: docs/performance.md, "The engine" (benchmarks/run.py cases (a)-(c)).
     """
-    return (kernels_on() and _SOLE_COUNT is not None and isinstance(array, np.ndarray)
-            and array.base is None and _reference_count(array) <= _SOLE_COUNT)
-
-
-def _calibrate_sole_count() -> int | None:
-    """The count ``_reference_count`` reports for an array held by one local name only."""
-    if sys.implementation.name != "cpython":
-        return None
-    probe = np.empty(1)
-    return _reference_count(probe) + 1  # + 1: sole_reference's own parameter
-
-
-_SOLE_COUNT = _calibrate_sole_count()
+    if not (kernels_on() and isinstance(array, np.ndarray) and array.base is None):
+        return False
+    others = other_references(array, known=1)  # known: the caller's local name
+    return others is not None and others <= 0

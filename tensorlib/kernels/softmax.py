@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from tensorlib.backend import array_module
-from tensorlib.kernels.threads import cpu_elements, for_row_blocks, row_sums
+from tensorlib.kernels.reductions import row_sums
+from tensorlib.kernels.threads import cpu_elements, for_row_blocks
 
 __all__ = ["causal_softmax_"]
 
@@ -31,7 +32,7 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     maximum. The decision looks at each row alone, so a row's probabilities never depend on
     other rows, nor on masked, future positions. The mask is added as a cached (T, T) array
     of 0 and -inf (faster than a masked assignment), and the row sums are
-    ``tensorlib.kernels.threads.row_sums`` (einsum). The (T, offset + T) matrices are
+    ``tensorlib.kernels.reductions.row_sums`` (einsum). The (T, offset + T) matrices are
     shared out between the kernels' threads in contiguous blocks (``for_row_blocks``),
     each block deciding for itself whether a row needs a shift: a row's probabilities are
     the same in any block, so the same for any thread count.

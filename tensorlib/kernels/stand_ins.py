@@ -20,7 +20,7 @@ from tensorlib.kernels.gelu import gelu_float32
 from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.normalization import layer_norm, layer_norm_backward
-from tensorlib.kernels.reductions import column_sum, row_sum
+from tensorlib.kernels.reductions import blas_column_sum, blas_row_sum
 from tensorlib.kernels.references import sole_reference
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
@@ -40,7 +40,7 @@ class CrossEntropyKernel(ops.CrossEntropy):
 
 
 class LinearKernel(ops.Linear):
-    column_sum = staticmethod(column_sum)
+    column_sum = staticmethod(blas_column_sum)
 
     @staticmethod
     def add_bias(out: Any, bias: Any) -> Any:
@@ -63,7 +63,7 @@ class CausalAttentionKernel(ops.CausalAttention):
     so that the gradient of ``qkv`` needs no stacking copy."""
 
     causal_softmax = staticmethod(causal_softmax_)
-    row_sum = staticmethod(row_sum)
+    row_sum = staticmethod(blas_row_sum)
 
     @staticmethod
     def scaled_scores(query: Any, key: Any, scale: float) -> Any:
@@ -84,7 +84,7 @@ class CausalAttentionKernel(ops.CausalAttention):
                                             for i in range(3))
         xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
         grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= row_sum(grad_scores * probabilities)
+        grad_scores -= blas_row_sum(grad_scores * probabilities)
         grad_scores *= probabilities
         grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
         xp.matmul(grad_scores, key, out=grad_query)  # dq

@@ -11,8 +11,9 @@ The rules that keep the results the same whatever the number of threads (tests/t
 checks them bit for bit at 1, 2 and 3 threads):
 
 - a block's function computes each of its rows the way it would in any other block: only
-  elementwise passes and reductions along a row (numpy's, or ``row_sums``, never a BLAS
-  product, whose rounding of one row depends on how many rows it is given);
+  elementwise passes and reductions along a row (numpy's, or the einsum ``row_sums`` of
+  ``tensorlib.kernels.reductions``, never a BLAS product, whose rounding of one row depends
+  on how many rows it is given);
 - whatever combines rows (a loss's sum, a bias gradient, a finiteness check) is computed by
   the caller on the whole array after the blocks are done, on the calling thread.
 
@@ -40,12 +41,11 @@ from typing import Any
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.backend import array_module
 from tensorlib.kernels.mode import enabled
 
 __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu_elements",
            "for_cache_blocks", "for_row_blocks", "get_num_threads", "pool_size", "row_blocks",
-           "row_sums", "set_num_threads", "shutdown", "threads_from_environment"]
+           "set_num_threads", "shutdown", "threads_from_environment"]
 
 THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
 
@@ -187,20 +187,6 @@ def for_cache_blocks(function: Callable[[slice], Any], size: int, block: int,
 
     if size:
         for_row_blocks(run, -(-size // block), elements)
-
-
-def row_sums(a: Any) -> Any:
-    """The sum of each row of a 2-D float array, as a new 1-D array.
-
-    Plain formula: ``a.sum(axis=1)``. How: ``numpy.einsum("ij->i", a)``, which adds each
-    row by itself, in the same order whatever the rows around it; a BLAS product against a
-    vector of ones (``tensorlib.kernels.reductions``) is as fast but rounds a row
-    differently depending on how many rows it is given and how BLAS splits them.
-    Accuracy: einsum adds a row in a few running partial sums, not pairwise: within a few
-    ulps of the exact sum for the row lengths of these kernels (up to a few thousand).
-    Measured: docs/performance.md, "Two threads for the elementwise kernels".
-    """
-    return array_module(a).einsum("ij->i", a)
 
 
 def _pool_with(workers: int) -> ThreadPoolExecutor:

@@ -128,17 +128,13 @@ class MultiheadAttention(Module):
         if cache is None and not return_attention and not self.probabilities.observed:
             merged = F.causal_attention(qkv, heads)  # (B, T, C): the fused attention core
             return self.output_dropout(self.output(merged))
-        qkv = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
-        query, key, value = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
+        query, key, value = F.split_heads(qkv, heads)  # (B, H, T, D) each
         start = 0
         if cache is not None:
             key, value, start = self._extend_cache(cache, key, value)  # (B, H, T_total, D)
-        scores = query @ key.transpose()  # (B, H, T, T_total)
-        probabilities = self.probabilities(
-            F.causal_softmax(scores, 1.0 / math.sqrt(width), offset=start))
-        context = probabilities @ value  # (B, H, T, D)
-        merged = context.permute(0, 2, 1, 3).reshape(batch, length, channels)  # (B, T, C)
-        out = self.output_dropout(self.output(merged))
+        context, probabilities = F.attend(query, key, value, 1.0 / math.sqrt(width),
+                                          offset=start, observe=self.probabilities)
+        out = self.output_dropout(self.output(F.merge_heads(context)))  # (B, T, C)
         return (out, probabilities) if return_attention else out
 
     @staticmethod

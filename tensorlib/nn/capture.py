@@ -41,7 +41,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import HookPoint
-from tensorlib.nn.module import Module
+from tensorlib.nn.module import Module, check_module
 from tensorlib.tensor import Tensor
 
 __all__ = ["ActivationCapture", "capture_activations"]
@@ -140,8 +140,7 @@ class ActivationCapture:
 
 
 def _watched_modules(model: Any, modules: Any) -> list[tuple[str, Module]]:
-    if not isinstance(model, Module):
-        raise TypeError(f"capture_activations needs a Module, got {type(model).__name__}")
+    check_module(model, "capture_activations' model")
     kinds = modules if isinstance(modules, tuple) else (modules,)
     if not kinds or not all(isinstance(kind, type) and issubclass(kind, Module)
                             for kind in kinds):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ __all__ = [
     "causal_attention_reference",
     "causal_mask",
     "apply_causal_mask",
+    "attend",
     "causal_softmax",
     "causal_softmax_reference",
     "cross_entropy",
@@ -48,6 +50,7 @@ __all__ = [
     "linear_reference",
     "log_softmax",
     "log_softmax_reference",
+    "merge_heads",
     "relu",
     "sigmoid",
     "sign",
@@ -55,6 +58,7 @@ __all__ = [
     "softmax",
     "softmax_reference",
     "softplus",
+    "split_heads",
     "tanh",
     "token_ids",
 ]
@@ -374,17 +378,45 @@ def causal_attention(qkv: Tensor, heads: int, scale: float | None = None) -> Ten
 
 
 def causal_attention_reference(qkv: Tensor, heads: int, scale: float | None = None) -> Tensor:
-    """The primitive chain: split heads, q kᵀ, causal_softmax_reference, @ v, merge heads."""
+    """The primitive chain: split heads, ``attend`` with causal_softmax_reference, merge
+    heads."""
     _check_attention(qkv, heads)
-    batch, length, triple = qkv.shape
-    channels = triple // 3
-    width = channels // heads
+    width = qkv.shape[-1] // 3 // heads
     scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
-    split = qkv.reshape(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)  # (3,B,H,T,D)
-    query, key, value = split[0], split[1], split[2]
-    probabilities = causal_softmax_reference(query @ key.transpose(), scale)  # (B, H, T, T)
-    context = probabilities @ value  # (B, H, T, D)
-    return context.permute(0, 2, 1, 3).reshape(batch, length, channels)
+    query, key, value = split_heads(qkv, heads)
+    context, _ = attend(query, key, value, scale, softmax=causal_softmax_reference)
+    return merge_heads(context)
+
+
+def split_heads(qkv: Tensor, heads: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The query, key and value ``(B, H, T, D)`` of fused projections ``qkv (B, T, 3C)``."""
+    batch, length, triple = qkv.shape
+    split = qkv.reshape(batch, length, 3, heads, triple // 3 // heads)  # (B, T, 3, H, D)
+    split = split.permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+    return split[0], split[1], split[2]
+
+
+def merge_heads(context: Tensor) -> Tensor:
+    """``(B, H, T, D)`` → ``(B, T, H·D)``: the heads side by side on the channel axis."""
+    batch, heads, length, width = context.shape
+    return context.permute(0, 2, 1, 3).reshape(batch, length, heads * width)
+
+
+def attend(query: Tensor, key: Tensor, value: Tensor, scale: float, offset: int = 0,
+           observe: Callable[[Tensor], Tensor] | None = None,
+           softmax: Callable[..., Tensor] = causal_softmax) -> tuple[Tensor, Tensor]:
+    """Attention within each head: ``(O, P)`` with P = causal softmax of scale · q kᵀ and
+    O = P v, from ``query (B, H, T, D)``, ``key`` and ``value (B, H, S, D)``.
+
+    Query i sits at position ``offset + i`` and sees keys ``0 .. offset + i`` (S = offset +
+    T when ``offset`` keys are cached). ``observe`` (a HookPoint) is applied to P before it
+    mixes the values; ``softmax`` is ``causal_softmax`` or its reference twin. The fused op
+    ``causal_attention`` computes the same O in one node, with no P to observe.
+    """
+    probabilities = softmax(query @ key.transpose(), scale, offset)  # (B, H, T, S)
+    if observe is not None:
+        probabilities = observe(probabilities)
+    return probabilities @ value, probabilities  # (B, H, T, D), (B, H, T, S)
 
 
 # --------------------------------------------------------------------------------- layer norm

@@ -117,8 +117,7 @@ class Linear(Module):
         return layer
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x (..., in_features)`` → ``(..., out_features)``."""
-        check_input(x, "Linear", self.in_features)
+        """``x (..., in_features)`` → ``(..., out_features)``; ``F.linear`` checks ``x``."""
         return F.linear(x, self.weight, self.bias)  # x Wᵀ + b: one fused node, one matrix product
 
     def extra_repr(self) -> str:

@@ -34,7 +34,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.nn.layers import Linear, resolve_rng
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.nn.surgery import LINEAR_LAYERS, LinearStandIn, find_linear_layers, replace_layer
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
@@ -179,8 +179,7 @@ class LoRALinear(LinearStandIn):
 
 # ------------------------------------------------------------------------------- selection
 def _lora_layers(model: Module) -> list[tuple[str, LoRALinear]]:
-    if not isinstance(model, Module):
-        raise TypeError(f"expected a Module, got {type(model).__name__}")
+    check_module(model, "model")
     return [(name, module) for name, module in model.named_modules()
             if isinstance(module, LoRALinear)]
 

@@ -599,6 +599,14 @@ class Module:
         return "\n".join(lines)
 
 
+def check_module(value: Any, what: str) -> Module:
+    """``value``, when it is a Module; TypeError ``"<what> must be a Module, got <type>"``
+    otherwise. The one check of every function that takes a model."""
+    if not isinstance(value, Module):
+        raise TypeError(f"{what} must be a Module, got {type(value).__name__}")
+    return value
+
+
 def _join(path: str, name: str) -> str:
     """``path.name``, or whichever of the two is not empty."""
     return f"{path}.{name}" if path and name else path or name

@@ -35,7 +35,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import HookPoint
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.tensor import Tensor
 
 __all__ = ["ProgrammedAttentionHead", "ProgrammedSequenceCore", "ProgramAugmentedModel",
@@ -78,13 +78,10 @@ class ProgrammedAttentionHead(Module):
     def forward(self, x: Tensor) -> Tensor:
         """``x (B, T, D)`` → ``(B, T, O)``."""
         batch, length, _ = x.shape
-        scores = (x @ self.query) @ (x @ self.key).transpose()  # (B, T, T)
-        probabilities = F.causal_softmax(scores.reshape(batch, 1, length, length),
-                                         self.sharpness)  # (B, 1, T, T)
-        probabilities = self.probabilities(probabilities)
-        values = (x @ self.value).reshape(batch, 1, length, -1)  # (B, 1, T, E)
-        mixed = (probabilities @ values).reshape(batch, length, -1)  # (B, T, E)
-        return mixed @ self.output  # (B, T, O)
+        query, key, value = ((x @ weight).reshape(batch, 1, length, -1)  # (B, 1, T, K or E)
+                             for weight in (self.query, self.key, self.value))
+        mixed, _ = F.attend(query, key, value, self.sharpness, observe=self.probabilities)
+        return mixed.reshape(batch, length, -1) @ self.output  # (B, T, O)
 
     def extra_repr(self) -> str:
         width, keys = self.query.shape
@@ -251,9 +248,7 @@ class ProgramAugmentedModel(Module):
                  dtype: Any = np.float32):
         super().__init__()
         for name, module in (("learned", learned), ("program", program)):
-            if not isinstance(module, Module):
-                raise TypeError(f"ProgramAugmentedModel {name} must be a Module, got "
-                                f"{type(module).__name__}")
+            check_module(module, f"ProgramAugmentedModel {name}")
         shape = (1,)
         if vocabulary_size is not None:
             shape = (validation.positive_integer(vocabulary_size, "vocabulary_size"),)

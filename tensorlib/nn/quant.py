@@ -29,7 +29,6 @@ from __future__ import annotations
 import gc
 import inspect
 import math
-import sys
 import types
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -40,7 +39,7 @@ from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.nn.surgery import (
     LINEAR_LAYERS,
     LinearStandIn,
@@ -48,6 +47,7 @@ from tensorlib.nn.surgery import (
     find_linear_layers,
     replace_layer,
 )
+from tensorlib.references import other_references
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -242,25 +242,16 @@ def _describe_holder(referrer: Any, target: Any) -> str:
     return f"a {type(referrer).__name__}"
 
 
-def _count_references(held: Any) -> int:
-    """``sys.getrefcount`` of an object held by one dict entry and one local variable, as
-    ``held`` is in :func:`_check_not_held`: what counts as "nothing else holds it"."""
-    return sys.getrefcount(held)
-
-
 def _check_not_held(name: str, layer: Linear) -> None:
     """Refuse to release a dense weight while anything but ``layer`` refers to it: a
     variable, an optimizer's parameter list, a recorded graph would keep a tensor whose
-    data is gone. The reference count says whether anything does; the garbage collector's
-    referrers say what (a running function's local variables it cannot name)."""
+    data is gone. The reference count (``tensorlib.references``) says whether anything
+    does; the garbage collector's referrers say what (a running function's local variables
+    it cannot name)."""
     gc.collect()  # what only a dead reference cycle keeps alive does not count
-    probe = Parameter(np.zeros(1, dtype=np.float32))
-    box = {"weight": probe}
-    baseline = _count_references(probe)
-    del box, probe
     weight = layer._parameters["weight"]
-    extra = _count_references(weight) - baseline
-    if extra <= 0:
+    extra = other_references(weight, known=1)  # known: the layer's own entry
+    if extra is None or extra <= 0:  # None: no counts outside CPython
         return
     own_frame = inspect.currentframe()
     descriptions, referrer = set(), None
@@ -464,8 +455,7 @@ def dequantize_model(model: Module) -> list[str]:
 def _adapter_parameters(model: Module) -> list[Parameter]:
     """The parameters that stand-ins wrapping a layer add to it (LoRA adapters), in
     ``named_modules`` order."""
-    if not isinstance(model, Module):
-        raise TypeError(f"expected a Module, got {type(model).__name__}")
+    check_module(model, "model")
     adapters = []
     for _, module in model.named_modules():
         if _has_adapter(module):

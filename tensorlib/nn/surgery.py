@@ -25,7 +25,7 @@ import numpy as np
 
 from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import Linear
-from tensorlib.nn.module import Module
+from tensorlib.nn.module import Module, check_module
 from tensorlib.tensor import Tensor
 
 __all__ = [
@@ -85,8 +85,7 @@ def find_linear_layers(model: Module, patterns: str | Iterable[str] = "*"
     ``named_modules`` order (an adapter's base is not listed apart from its LoRALinear).
     Raises ValueError when a pattern matches no linear layer, listing the ones there.
     """
-    if not isinstance(model, Module):
-        raise TypeError(f"expected a Module, got {type(model).__name__}")
+    check_module(model, "find_linear_layers' model")
     items = _pattern_list(patterns)
     linears = [(name, module) for name, module in model.named_modules()
                if isinstance(module, LINEAR_LAYERS)]
@@ -127,8 +126,7 @@ def export_merged(model: Module) -> dict[str, np.ndarray]:
     loads the result with ``load_state_dict`` (strict) and computes the same outputs.
     The model itself is not changed.
     """
-    if not isinstance(model, Module):
-        raise TypeError(f"export_merged takes a Module, got {type(model).__name__}")
+    check_module(model, "export_merged's model")
     state: dict[str, np.ndarray] = {}
     stand_ins: list[str] = []  # prefixes of the stand-ins met: their children are folded in
     for module_name, module in model.named_modules():

@@ -18,6 +18,20 @@ def _heads(qkv: Any, heads: int) -> tuple[Any, Any, Any]:
     return query, key, value
 
 
+def attend(steps: Any, query: Any, key: Any, value: Any, scale: float,
+           offset: int = 0) -> tuple[Any, Any]:
+    """Attention within each head, on arrays: ``(O, P)`` with P = causal softmax of
+    scale · q kᵀ and O = P v, from ``query (B, H, T, D)``, ``key`` and ``value (B, H, S, D)``;
+    query i sits at position ``offset + i`` and sees keys ``0 .. offset + i``.
+
+    ``steps`` supplies ``scaled_scores`` and ``causal_softmax``: ``CausalAttention`` or the
+    kernel registered in its place. ``tensorlib.nn.functional.attend`` is the same on tensors.
+    """
+    scores = steps.scaled_scores(query, key, scale)  # (B, H, T, S)
+    probabilities = steps.causal_softmax(scores, offset)  # may overwrite scores
+    return probabilities @ value, probabilities  # (B, H, T, D), (B, H, T, S)
+
+
 class CausalAttention(Function):
     """O = P V with P = softmax(scale · q kᵀ), causally masked, heads merged into (B, T, C).
 
@@ -39,9 +53,7 @@ class CausalAttention(Function):
     def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
         batch, length, triple = qkv.shape
         query, key, value = _heads(qkv, heads)
-        scores = ctx.function.scaled_scores(query, key, scale)  # (B, H, T, T)
-        probabilities = ctx.function.causal_softmax(scores, 0)  # may overwrite scores
-        context = probabilities @ value  # (B, H, T, D)
+        context, probabilities = attend(ctx.function, query, key, value, scale)  # (B, H, T, ·)
         ctx.save_for_backward(qkv, probabilities)
         ctx.heads, ctx.scale = heads, scale
         return context.transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)  # (B, T, C)

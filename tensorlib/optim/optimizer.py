@@ -14,7 +14,7 @@ import numpy as np
 
 from tensorlib import validation
 from tensorlib.backend import array_module
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Iterable[Parameter]
@@ -402,8 +402,7 @@ def weight_decay_groups(module: Module, weight_decay: float) -> list[dict[str, A
 
         AdamW(weight_decay_groups(model, 0.1), lr=3e-4)
     """
-    if not isinstance(module, Module):
-        raise TypeError(f"weight_decay_groups needs a Module, got {type(module).__name__}")
+    check_module(module, "weight_decay_groups' module")
     weight_decay = validation.real(weight_decay, "weight_decay", low=0.0)
     decayed, plain = [], []
     for name, parameter in module.named_parameters(include_frozen=False):

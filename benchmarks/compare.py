@@ -2,6 +2,7 @@
 
     python benchmarks/compare.py before=/tmp/before after=.          # cases (a)-(d)
     python benchmarks/compare.py before=/tmp/before after=. --rounds 8 --cases a c
+    python benchmarks/compare.py before=/tmp/before after=. --cases a b c d e    # all five
 
 The cases are those of ``benchmarks/run.py`` (built by this tree's ``cases.py`` and
 ``twins.py``, which use only tensorlib's public API), timed for tensorlib alone. Each
@@ -12,7 +13,9 @@ through OMP/OPENBLAS/MKL_NUM_THREADS before numpy is imported). A process warms 
 times ``--repeats`` steps and reports their median wall and CPU (``time.process_time``)
 times. Printed per case and tree: the median over the rounds of those medians, their lowest
 and highest, and each tree's ratio to the first tree (of the medians, and the median of the
-per-round ratios, which pairs processes that ran back to back).
+per-round ratios, which pairs processes that ran back to back). Case (e) is the peak memory
+of one step of (a), measured by this folder's ``memory.py`` (allocator bytes and resident
+set growth), one fresh process per tree and round.
 
 With ``--same-process`` each round is instead one process that imports every tree's
 tensorlib side by side (copies renamed ``tensorlib_<name>``, made in a temporary folder,
@@ -39,13 +42,15 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 LABELS = {"a": "decoder step, batch 12", "b": "decoder step, batch 64",
-          "c": "MLP language model step, batch 32", "d": "generate 63 tokens (KV cache)"}
+          "c": "MLP language model step, batch 32", "d": "generate 63 tokens (KV cache)",
+          "e": "peak memory of one step of (a)"}
+MEMORY_KEYS = ("allocator_bytes", "rss_bytes")
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="*", help="NAME=PATH of a source tree (two or more)")
-    parser.add_argument("--cases", nargs="+", choices="abcd", default=list("abcd"))
+    parser.add_argument("--cases", nargs="+", choices="abcde", default=list("abcd"))
     parser.add_argument("--rounds", type=int, default=6, help="rounds (processes) per case")
     parser.add_argument("--repeats", type=int, default=21, help="timed steps per process")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per process")
@@ -162,7 +167,32 @@ def child(case: str, args: argparse.Namespace) -> None:
                       "cpu_ms": 1e3 * statistics.median(cpu), "tensorlib": tl.__file__}))
 
 
+def measure_memory(path: str, args: argparse.Namespace) -> dict[str, float]:
+    """Case (e) with ``path``'s tensorlib: this folder's ``memory.py`` in a fresh process."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.abspath(path)
+    env.update({name: str(args.threads) for name in THREAD_VARIABLES})
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(name, None)
+    program = (f"import json, sys; sys.path.insert(0, {HERE!r}); import memory, tensorlib; "
+               "result = memory.measure('tensorlib', 12); result['tensorlib'] = "
+               "tensorlib.__file__; print(json.dumps(result))")
+    output = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                            text=True, check=True, cwd=os.path.abspath(path)).stdout
+    result = json.loads(output.strip().splitlines()[-1])
+    _check_imported(result["tensorlib"], path)
+    return {key: float(result[key]) for key in MEMORY_KEYS}
+
+
+def _check_imported(imported: str, path: str) -> None:
+    expected = os.path.join(os.path.abspath(path), "tensorlib", "__init__.py")
+    if os.path.realpath(imported) != os.path.realpath(expected):
+        raise SystemExit(f"the child imported {imported}, not {expected}")
+
+
 def measure(path: str, case: str, args: argparse.Namespace) -> dict[str, float]:
+    if case == "e":
+        return measure_memory(path, args)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.abspath(path)
     env.update({name: str(args.threads) for name in THREAD_VARIABLES})
@@ -173,9 +203,7 @@ def measure(path: str, case: str, args: argparse.Namespace) -> dict[str, float]:
     output = subprocess.run(command, env=env, capture_output=True, text=True, check=True,
                             cwd=os.path.abspath(path)).stdout
     result = json.loads(output.strip().splitlines()[-1])
-    expected = os.path.join(os.path.abspath(path), "tensorlib", "__init__.py")
-    if os.path.realpath(result["tensorlib"]) != os.path.realpath(expected):
-        raise SystemExit(f"the child imported {result['tensorlib']}, not {expected}")
+    _check_imported(result["tensorlib"], path)
     return result
 
 
@@ -196,11 +224,13 @@ def measure_pair(folder: str, names: list[str], case: str,
 def summary(times: dict[tuple[str, str], list[dict[str, float]]], names: list[str],
             case: str, key: str) -> list[str]:
     first = [run[key] for run in times[case, names[0]]]
+    scale, unit, label = (1e-6, "MB", key[:-6]) if key.endswith("_bytes") else \
+        (1.0, "ms", key[:-3])
     lines = []
     for name in names:
         mine = [run[key] for run in times[case, name]]
-        line = (f"({case}) {name:<8}{key[:-3]:<5}{statistics.median(mine):>9.2f} ms "
-                f"[{min(mine):.2f}, {max(mine):.2f}]")
+        line = (f"({case}) {name:<8}{label:<10}{statistics.median(mine) * scale:>9.2f} {unit} "
+                f"[{min(mine) * scale:.2f}, {max(mine) * scale:.2f}]")
         if name != names[0]:
             paired = statistics.median(a / b for a, b in zip(mine, first, strict=True))
             line += (f"  ratio {statistics.median(mine) / statistics.median(first):.3f}, "
@@ -228,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         renamed_copies(trees, folder)
     for case in args.cases:
         for round_ in range(args.rounds):
-            if folder:
+            if folder and case != "e":
                 order = names if round_ % 2 == 0 else names[::-1]
                 for name, result in measure_pair(folder, order, case, args).items():
                     times.setdefault((case, name), []).append(result)
@@ -236,8 +266,10 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names if round_ % 2 == 0 else names[::-1]:
                     times.setdefault((case, name), []).append(
                         measure(trees[name], case, args))
+            key, scale, unit = ("allocator_bytes", 1e-6, "MB") if case == "e" else \
+                ("wall_ms", 1.0, "ms")
             print(f"({case}) round {round_ + 1}: " + ", ".join(
-                f"{name} {times[case, name][-1]['wall_ms']:.2f} ms" for name in names),
+                f"{name} {times[case, name][-1][key] * scale:.2f} {unit}" for name in names),
                 flush=True)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
@@ -249,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{load:.1f}; median [lowest, highest] over the rounds of the median times")
     for case in args.cases:
         print(f"{LABELS[case]}:")
-        for key in ("wall_ms", "cpu_ms"):
+        for key in MEMORY_KEYS if case == "e" else ("wall_ms", "cpu_ms"):
             print("\n".join(summary(times, names, case, key)))
     return 0
 

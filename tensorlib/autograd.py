@@ -309,11 +309,13 @@ class _Accumulator:
 
 class _Gradients:
     """The gradients of one backward pass on their way: per graph node until its backward
-    runs, per leaf tensor until the whole pass has succeeded."""
+    runs; per leaf tensor, and per retained non-leaf (``retain_grad``), until the whole pass
+    has succeeded, so that a pass that fails changes no visible gradient."""
 
     def __init__(self) -> None:
         self.nodes: dict[int, _Accumulator] = {}
         self.leaves: dict[int, tuple[Tensor, _Accumulator]] = {}
+        self.retained: list[tuple[Tensor, Any]] = []
 
     def send(self, target: Any, contribution: Any) -> None:
         """Add ``contribution`` to the gradient of ``target`` (a node or a leaf tensor)."""
@@ -336,8 +338,18 @@ class _Gradients:
         accumulator = self.nodes.pop(id(node), None)
         return None if accumulator is None else accumulator.value
 
-    def commit_to_leaves(self) -> None:
-        """Add every leaf's gradient to its ``.grad`` (the pass has succeeded)."""
+    def retain(self, node: Context, grad: Any) -> None:
+        """Keep a copy of ``grad`` for the node's output, if it is still alive
+        (``retain_grad``), to become its ``.grad`` when the pass has succeeded."""
+        retained = node.retained_output()
+        if retained is not None:
+            self.retained.append((retained, np.array(grad, copy=True)))
+
+    def commit(self) -> None:
+        """Give the retained non-leaves their gradients and add every leaf's gradient to
+        its ``.grad`` (the pass has succeeded)."""
+        for tensor, grad in self.retained:
+            tensor.grad = grad
         for tensor, accumulator in self.leaves.values():
             if tensor.grad is None:
                 tensor.grad = accumulator.take()
@@ -369,13 +381,6 @@ def _refuse_freed(node: Context) -> None:
         "first backward; pass retain_graph=True to the first call")
 
 
-def _keep_retained_grad(node: Context, grad: Any) -> None:
-    """Give a copy of ``grad`` to the node's output if it is still alive (``retain_grad``)."""
-    retained = node.retained_output()
-    if retained is not None:
-        retained.grad = np.array(grad, copy=True)
-
-
 def _timed_backward(node: Context, grad: Any) -> Any:
     start = time.perf_counter()
     raw = node.function.backward(node, grad)
@@ -388,8 +393,6 @@ def _node_backward(node: Context, grad: Any, retain_graph: bool) -> tuple[Any, .
     checked; its saved arrays are freed right after, unless ``retain_graph``."""
     if node.freed:
         _refuse_freed(node)
-    if node.retained_output is not None:
-        _keep_retained_grad(node, grad)
     if node.watched:
         _check_versions(node)
     raw = node.function.backward(node, grad) if _profile is None \
@@ -406,6 +409,8 @@ def _backpropagate(order: list[Context], gradients: _Gradients, retain_graph: bo
         grad = gradients.take(node)
         if grad is None:
             continue  # no gradient flows through this node
+        if node.retained_output is not None:
+            gradients.retain(node, grad)
         for target, contribution in zip(node.next, _node_backward(node, grad, retain_graph),
                                         strict=True):
             if contribution is not None:
@@ -413,7 +418,8 @@ def _backpropagate(order: list[Context], gradients: _Gradients, retain_graph: bo
 
 
 def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
-    """Backpropagate from ``root``; leaves' ``.grad`` change only if the whole pass succeeds.
+    """Backpropagate from ``root``; ``.grad`` (of leaves and of retained non-leaves) changes
+    only if the whole pass succeeds.
 
     Without ``retain_graph`` each node's saved arrays are freed as soon as its backward has
     run, so activations are released while gradients are being made (a pass that fails
@@ -423,7 +429,7 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
     gradients.send(root if root.grad_fn is None else root.grad_fn, _seed(root, grad))
     order = [] if root.grad_fn is None else _topological_order(root.grad_fn)
     _backpropagate(order, gradients, retain_graph)
-    gradients.commit_to_leaves()
+    gradients.commit()
     if not retain_graph:
         for node in order:
             node.release()

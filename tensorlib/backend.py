@@ -48,6 +48,7 @@ __all__ = [
     "to_device",
     "to_numpy",
     "unregister_backend",
+    "writable",
 ]
 
 
@@ -248,6 +249,13 @@ def _cuda_unavailable_reason() -> str:
     except Exception as error:  # pragma: no cover - depends on the machine
         return f"CuPy cannot reach a CUDA GPU ({type(error).__name__}: {error})"
     return f"CuPy sees {count} CUDA GPUs"  # pragma: no cover - depends on the machine
+
+
+def writable(array: Any) -> bool:
+    """Whether ``array`` can be written in place: False for a read-only numpy array (a
+    memory map opened read-only, a view of one, ``flags.writeable = False``); True for
+    arrays whose module has no such flag."""
+    return bool(getattr(getattr(array, "flags", None), "writeable", True))
 
 
 def to_numpy(array: Any) -> np.ndarray:

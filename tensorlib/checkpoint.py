@@ -32,13 +32,14 @@ from __future__ import annotations
 import math
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tensorlib.autograd import no_grad
+from tensorlib.backend import writable
 from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.rng import Rng
 
@@ -51,8 +52,10 @@ __all__ = [
     "CheckpointError",
     "inspect",
     "load",
+    "load_parameters",
     "save",
     "save_legacy_weights",
+    "save_parameters",
 ]
 
 MAGIC = b"TLCKPT\0\0"
@@ -332,16 +335,25 @@ def _adamw_state(optimizer: Any) -> dict[str, Any]:
     return state
 
 
-def _optimizer_names(module: Module, optimizer: Any) -> list[str]:
-    """Dotted module names of the optimizer's parameters, matched by identity."""
-    by_id = {id(p): name for name, p in module.named_parameters()}
+def _check_named(parameters: Any) -> dict[str, Parameter]:
+    """``parameters`` as a dict of Parameters by name, or TypeError."""
+    if not isinstance(parameters, Mapping) or not all(
+            isinstance(name, str) and isinstance(p, Parameter) for name, p in parameters.items()):
+        raise TypeError("parameters must be a mapping of names to Parameters (for example "
+                        f"dict(model.named_parameters())), got {type(parameters).__name__}")
+    return dict(parameters)
+
+
+def _optimizer_names(named: dict[str, Parameter], optimizer: Any, owner: str) -> list[str]:
+    """Names of the optimizer's parameters in ``named``, matched by identity."""
+    by_id = {id(p): name for name, p in named.items()}
     names: list[str] = []
     for index, parameter in enumerate(optimizer.parameters):
         name = by_id.get(id(parameter))
         if name is None:
             raise ValueError(
                 f"optimizer parameter {index} (shape {tuple(parameter.shape)}) is not a "
-                f"parameter of this {type(module).__name__}"
+                f"parameter of {owner}"
             )
         if name in names:
             raise ValueError(f"optimizer lists parameter '{name}' more than once")
@@ -366,15 +378,11 @@ def _f32_bytes(values: Any, what: str) -> bytes:
     return as_f32.tobytes(order="C")
 
 
-def _parameter_chunks(module: Module) -> list[bytes]:
-    named = list(module.named_parameters())
+def _parameter_chunks(named: dict[str, Parameter]) -> list[bytes]:
     if len(named) > _U32_MAX:
         raise ValueError(f"too many parameters ({len(named)}) for a u32 count")
-    names = [name for name, _ in named]
-    if len(set(names)) != len(names):
-        raise ValueError("the module's parameter names are not unique")
     chunks = [struct.pack("<I", len(named))]
-    for name, parameter in named:
+    for name, parameter in named.items():
         shape = tuple(parameter.shape)
         if any(dim > _U32_MAX for dim in shape) or len(shape) > _U32_MAX:
             raise ValueError(f"parameter '{name}' shape {shape} does not fit u32 dims")
@@ -384,9 +392,9 @@ def _parameter_chunks(module: Module) -> list[bytes]:
     return chunks
 
 
-def _adamw_chunks(module: Module, optimizer: Any) -> list[bytes]:
+def _adamw_chunks(named: dict[str, Parameter], optimizer: Any, owner: str) -> list[bytes]:
     state = _adamw_state(optimizer)
-    names = _optimizer_names(module, optimizer)
+    names = _optimizer_names(named, optimizer, owner)
     config = state["config"]
     beta1, beta2 = config["betas"]
     floats = (config["lr"], beta1, beta2, config["eps"], config["weight_decay"],
@@ -463,12 +471,27 @@ def save(path: str | os.PathLike, module: Module, optimizer: Any = None,
     existing file at ``path`` is untouched.
     """
     _check_module(module)
+    _save(path, dict(module.named_parameters()), optimizer, rng,
+          f"this {type(module).__name__}")
+
+
+def save_parameters(path: str | os.PathLike, parameters: Mapping[str, Parameter],
+                    optimizer: Any = None, rng: Rng | None = None) -> None:
+    """``save`` for named parameters that are not a module's ``parameters()``: the same
+    TLCKPT file, whose parameter table is ``parameters`` (name → Parameter) in its order,
+    and whose optimizer, if given, holds only parameters among them. The LoRA adapters'
+    checkpoints are these (``tensorlib.nn.lora.save_adapters``)."""
+    _save(path, _check_named(parameters), optimizer, rng, "the given parameters")
+
+
+def _save(path: str | os.PathLike, named: dict[str, Parameter], optimizer: Any,
+          rng: Rng | None, owner: str) -> None:
     _check_rng(rng)
     flags = (FLAG_ADAMW if optimizer is not None else 0) | (FLAG_RNG if rng is not None else 0)
     chunks = [MAGIC, struct.pack("<II", VERSION, flags)]
-    chunks += _parameter_chunks(module)
+    chunks += _parameter_chunks(named)
     if optimizer is not None:
-        chunks += _adamw_chunks(module, optimizer)
+        chunks += _adamw_chunks(named, optimizer, owner)
     if rng is not None:
         chunks.append(struct.pack("<Q", rng.state))
     write_atomic(path, chunks)
@@ -477,13 +500,13 @@ def save(path: str | os.PathLike, module: Module, optimizer: Any = None,
 def save_legacy_weights(path: str | os.PathLike, module: Module) -> None:
     """Atomically write a legacy weights-only ``TLWEIGHT`` file (for tests and conversions)."""
     _check_module(module)
-    chunks = [LEGACY_MAGIC, struct.pack("<I", VERSION)] + _parameter_chunks(module)
-    write_atomic(path, chunks)
+    chunks = [LEGACY_MAGIC, struct.pack("<I", VERSION)]
+    write_atomic(path, chunks + _parameter_chunks(dict(module.named_parameters())))
 
 
 # =============================================================================== loading
-def _match_parameters(contents: _Contents, module: Module) -> list[tuple[Parameter, np.ndarray]]:
-    live = dict(module.named_parameters())
+def _match_parameters(contents: _Contents, live: dict[str, Parameter],
+                      owner: str) -> list[tuple[Parameter, np.ndarray]]:
     stored = {p.name: p for p in contents.parameters}
     problems = [f"missing parameter '{name}'" for name in live if name not in stored]
     problems += [f"unknown parameter '{name}'" for name in stored if name not in live]
@@ -494,11 +517,12 @@ def _match_parameters(contents: _Contents, module: Module) -> list[tuple[Paramet
             if entry.shape != tuple(parameter.shape):
                 problems.append(f"'{name}' has shape {entry.shape} in the file, "
                                 f"{tuple(parameter.shape)} in the model")
+            elif not writable(parameter.data):
+                problems.append(f"'{name}' is read-only in the model")
             else:
                 staged.append((parameter, entry.values.reshape(entry.shape)))
     if problems:
-        raise CheckpointError(f"checkpoint does not fit {type(module).__name__}: "
-                              + "; ".join(problems))
+        raise CheckpointError(f"checkpoint does not fit {owner}: " + "; ".join(problems))
     return staged
 
 
@@ -507,11 +531,10 @@ def _keep_if_same_f32(live: float, stored: float) -> float:
     return float(live) if float(np.float32(live)) == stored else float(stored)
 
 
-def _staged_optimizer_state(contents: _Contents, module: Module,
+def _staged_optimizer_state(contents: _Contents, names: list[str],
                             optimizer: Any) -> dict[str, Any]:
     """The state dict to hand to ``optimizer.load_state_dict``, fully checked."""
     current = _adamw_state(optimizer)
-    names = _optimizer_names(module, optimizer)
     stored = {m.name: m for m in contents.moments}
     problems = [f"no AdamW state for optimizer parameter '{name}'"
                 for name in names if name not in stored]
@@ -554,18 +577,33 @@ def load(path: str | os.PathLike, module: Module, optimizer: Any = None,
     Parameters are written with ``copy_`` under ``no_grad`` (bumping their versions).
     """
     _check_module(module)
+    _load(path, dict(module.named_parameters()), optimizer, rng,
+          f"this {type(module).__name__}")
+
+
+def load_parameters(path: str | os.PathLike, parameters: Mapping[str, Parameter],
+                    optimizer: Any = None, rng: Rng | None = None) -> None:
+    """``load`` into named parameters that are not a module's ``parameters()`` (a file
+    written by ``save_parameters``): the file's parameter table must hold exactly these
+    names, with their shapes; all-or-nothing, as ``load``."""
+    _load(path, _check_named(parameters), optimizer, rng, "the given parameters")
+
+
+def _load(path: str | os.PathLike, live: dict[str, Parameter], optimizer: Any,
+          rng: Rng | None, owner: str) -> None:
     _check_rng(rng)
+    names = None
     if optimizer is not None:
         _adamw_state(optimizer)
-        _optimizer_names(module, optimizer)
+        names = _optimizer_names(live, optimizer, owner)
     contents = _parse(_read_file(path))
-    staged = _match_parameters(contents, module)
+    staged = _match_parameters(contents, live, owner)
     optimizer_state = None
     if optimizer is not None:
         if not contents.flags & FLAG_ADAMW:
             raise CheckpointError(f"an optimizer was given but this {contents.format} file "
                                   "has no AdamW section")
-        optimizer_state = _staged_optimizer_state(contents, module, optimizer)
+        optimizer_state = _staged_optimizer_state(contents, names, optimizer)
     if rng is not None and contents.rng_state is None:
         raise CheckpointError(f"an rng was given but this {contents.format} file has no "
                               "RNG section")

@@ -377,6 +377,25 @@ def _external_square_plus(a, b):
     return custom_gradient(out, [a, b], lambda g: (2.0 * a.data * g, 3.0 * g.sum(axis=0)))
 
 
+def test_a_failed_custom_vjp_changes_no_visible_gradient():
+    # Riftco: a failed callback leaves visible gradients unchanged: the leaves' .grad and
+    # the .grad of a retained non-leaf, which the pass reaches before the failing callback.
+    x = tl.tensor([1.0, 2.0], requires_grad=True)
+    y = tl.tensor([3.0, 4.0], requires_grad=True)
+    y.grad = np.array([5.0, 6.0])  # from an earlier pass
+    d = custom_gradient(x.data * 3, [x], lambda g: (g[:1],)) * 2 + y  # a wrong-shape VJP
+    d.retain_grad()
+    with pytest.raises(RuntimeError, match="gradient of shape \\(1,\\) for input 0"):
+        d.sum().backward()
+    assert d.grad is None and x.grad is None
+    np.testing.assert_array_equal(y.grad, [5.0, 6.0])
+    raising = custom_gradient(x.data * 3, [x], lambda g: 1 / 0) * 2
+    raising.retain_grad()
+    with pytest.raises(ZeroDivisionError):
+        raising.sum().backward()
+    assert raising.grad is None and x.grad is None
+
+
 def test_custom_gradient_gives_correct_grads():
     a = _f64([[1.0, 2.0], [3.0, -4.0]])
     b = _f64([0.5, 0.25])

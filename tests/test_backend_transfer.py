@@ -13,6 +13,7 @@ import pytest
 import tensorlib as tl
 from tensorlib import Rng, backend
 from tensorlib.nn import Decoder, DecoderConfig, Linear, Module, ModuleList, Parameter
+from tensorlib.nn.module import named_extra_parameters
 from tensorlib.optim import AdamW
 
 
@@ -90,8 +91,9 @@ class Model(Module):
 
 
 def everything(model: Module) -> list:
-    """Every tensor to()'s one traversal moves: parameters, then buffers."""
-    return model.parameters() + model.buffers()
+    """Every tensor to()'s one traversal moves: parameters, buffers, extra parameters (LoRA
+    adapters)."""
+    return model.parameters() + model.buffers() + [p for _, p in named_extra_parameters(model)]
 
 
 def snapshot(model: Module) -> list:

@@ -378,6 +378,19 @@ def test_apply_causal_mask_then_softmax_zeroes_the_future():
     np.testing.assert_allclose(probs[:, 0, 0], 1.0)
 
 
+def test_the_causal_mask_is_added_so_its_gradient_passes_unchanged():
+    # TensorLib: the mask adds 0 / -inf, so the gradient of the masked scores is the
+    # upstream gradient everywhere, the masked positions included.
+    scores = tl.tensor(np.random.default_rng(4).normal(size=(2, 3, 3)), requires_grad=True)
+    masked = F.apply_causal_mask(scores)
+    np.testing.assert_array_equal(np.tril(masked.data[0]), np.tril(scores.data[0]))
+    upstream = np.random.default_rng(5).normal(size=(2, 3, 3))
+    masked.backward(upstream)
+    np.testing.assert_array_equal(scores.grad, upstream)
+    for dtype in (np.float32, np.float64):
+        assert F.apply_causal_mask(tl.zeros(2, 2, dtype=dtype)).dtype == dtype
+
+
 def test_causal_softmax_values_by_hand():
     scores = tl.tensor([[1.0, 5.0], [2.0, 4.0]], dtype=np.float64)
     probs = F.causal_softmax(scores, scale=0.5).data

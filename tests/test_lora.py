@@ -14,8 +14,12 @@ from tensorlib.nn.lora import (
     attach_lora,
     detach_lora,
     find_linear_layers,
+    load_adapters,
+    load_lora_state_dict,
     lora_parameters,
+    lora_state_dict,
     merge_lora,
+    save_adapters,
 )
 from tensorlib.optim import SGD, AdamW
 
@@ -142,32 +146,36 @@ def test_attach_leaves_outputs_unchanged_and_freezes_the_base():
     model = small_decoder()
     ids = token_batch()
     before = logits(model, ids)
-    names_before = [name for name, _ in model.named_parameters()]
-    count_before = model.num_parameters()
     attached = attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
     assert attached == ["blocks.0.attention.output", "blocks.0.mlp_input",
                         "blocks.0.mlp_output", "blocks.1.attention.output",
                         "blocks.1.mlp_input", "blocks.1.mlp_output"]
     np.testing.assert_array_equal(logits(model, ids), before)  # B = 0: exactly unchanged
-    adapters = lora_parameters(model)
-    assert model.trainable_parameters() == list(adapters.values())  # the base is frozen
-    # the base names are untouched; the adapters join them, right after their layer's
-    assert base_names(model) == names_before
-    names = [name for name, _ in model.named_parameters()]
-    position = names.index("blocks.0.mlp_input.bias")
-    assert names[position + 1: position + 3] == ["blocks.0.mlp_input.lora.A",
-                                                 "blocks.0.mlp_input.lora.B"]
-    assert model.num_parameters() == count_before + sum(p.size for p in adapters.values())
-    assert list(model.state_dict()) == names
+    assert model.trainable_parameters() == []  # the base is frozen; the adapters are apart
+    assert all(p.trainable for p in lora_parameters(model).values())
     layer = model.blocks[0].mlp_input
     assert isinstance(layer, LoRALinear) and isinstance(layer.base, Linear)
     assert layer.weight is layer.base.weight and layer.bias is layer.base.bias
-    assert "blocks.0.mlp_input.lora" in dict(model.named_modules())
-    assert "blocks.0.mlp_input.base" not in dict(model.named_modules())
-    assert repr(layer).startswith("LoRALinear(base=Linear(in_features=8, out_features=32, "
-                                  "bias=True)\n  (lora): LowRankAdapter(in_features=8, "
-                                  "out_features=32, rank=2, alpha=4)")
+    modules = dict(model.named_modules())
+    assert "blocks.0.mlp_input.lora" not in modules and "blocks.0.mlp_input.base" not in modules
+    assert repr(layer) == ("LoRALinear(base=Linear(in_features=8, out_features=32, bias=True), "
+                           "lora=LowRankAdapter(in_features=8, out_features=32, rank=2, "
+                           "alpha=4))")
 
+
+def test_adapters_stay_outside_the_base_parameter_tree():
+    # Riftco: attached adapter factors are exposed by lora_parameters() and are not added to
+    # the base parameters(); state_dict() keeps the base schema too.
+    model = small_decoder()
+    names, count = [name for name, _ in model.named_parameters()], model.num_parameters()
+    keys = list(model.state_dict())
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    assert [name for name, _ in model.named_parameters()] == names
+    assert model.num_parameters() == count and list(model.state_dict()) == keys
+    adapters = lora_parameters(model)
+    assert adapters
+    assert not {id(p) for p in adapters.values()} & {id(p) for p in model.parameters()}
+    assert not set(adapters) & set(model.state_dict())
 
 def test_lora_parameters_names_order_and_count():
     model = small_decoder()
@@ -183,49 +191,57 @@ def test_lora_parameters_names_order_and_count():
     assert sum(p.size for p in named.values()) == 3 * (8 + 8) + 2 * 3 * (8 + 32)
     assert all(p.trainable for p in named.values())
     assert list(lora_parameters(model)) == list(named)  # stable
-    # they are the model's parameters whose names have a "lora" part, in the same order
-    assert named == {name: p for name, p in model.named_parameters() if ".lora." in name}
+    assert named["blocks.0.mlp_input.lora.A"] is model.blocks[0].mlp_input.lora.A
+    assert lora_state_dict(model).keys() == named.keys()
 
-
-def test_base_checkpoint_still_loads():
+def test_base_checkpoint_still_loads(tmp_path):
     trained = small_decoder(seed=7)
     ids = token_batch()
-    # before attaching: the base names are all there is
+    checkpoint.save(tmp_path / "base.tlckpt", trained)  # saved before any adapter exists
+    for attach_first in (False, True):
+        model = small_decoder(seed=0)
+        if attach_first:
+            attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+        model.load_state_dict(trained.state_dict())  # strict, before and after attaching
+        np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
     model = small_decoder(seed=0)
-    model.load_state_dict(trained.state_dict())  # strict
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
-    # after attaching: strict=False loads the base and returns the adapters as missing
-    model = small_decoder(seed=0)
-    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    with pytest.raises(tl.nn.StateDictError, match="missing key 'blocks.0.attention.output"
-                                                   ".lora.A'"):
-        model.load_state_dict(trained.state_dict())
-    missing, unexpected = model.load_state_dict(trained.state_dict(), strict=False)
-    assert missing == list(lora_parameters(model)) and unexpected == []
+    checkpoint.load(tmp_path / "base.tlckpt", model)
     np.testing.assert_array_equal(logits(model, ids), logits(trained, ids))
 
-
-def test_adapters_are_saved_and_loaded_with_the_model(tmp_path):
+def test_adapters_are_saved_and_loaded_through_their_own_path(tmp_path):
     model = small_decoder()
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
     randomize_b(model)
     ids = token_batch()
     other = small_decoder(seed=9)
     attach_lora(other, PATTERNS, rank=2, alpha=4, rng=Rng(4))
-    other.load_state_dict(model.state_dict())  # strict: base and adapters
+    other.load_state_dict(model.state_dict())  # strict: the base
+    load_lora_state_dict(other, lora_state_dict(model))  # the adapters
     np.testing.assert_array_equal(logits(other, ids), logits(model, ids))
-    checkpoint.save(tmp_path / "lora.tlckpt", model)
-    stored = [entry["name"] for entry in checkpoint.inspect(tmp_path / "lora.tlckpt")
+    checkpoint.save(tmp_path / "base.tlckpt", model)
+    save_adapters(tmp_path / "adapters.tlckpt", model)
+    stored = [entry["name"] for entry in checkpoint.inspect(tmp_path / "base.tlckpt")
               ["parameters"]]
     assert stored == [name for name, _ in model.named_parameters()]
+    stored = [entry["name"] for entry in checkpoint.inspect(tmp_path / "adapters.tlckpt")
+              ["parameters"]]
+    assert stored == list(lora_parameters(model))
     third = small_decoder(seed=10)
     attach_lora(third, PATTERNS, rank=2, alpha=4, rng=Rng(5))
-    checkpoint.load(tmp_path / "lora.tlckpt", third)
+    checkpoint.load(tmp_path / "base.tlckpt", third)
+    load_adapters(tmp_path / "adapters.tlckpt", third)
     np.testing.assert_array_equal(logits(third, ids), logits(model, ids))
     with pytest.raises(checkpoint.CheckpointError, match="unknown parameter"):
-        checkpoint.load(tmp_path / "lora.tlckpt", small_decoder())  # no adapters there
-
+        load_adapters(tmp_path / "adapters.tlckpt", small_decoder())  # no adapters there
+    fewer = small_decoder(seed=10)
+    attach_lora(fewer, "blocks.0.mlp_input", rank=2, alpha=4, rng=Rng(5))
+    before = lora_state_dict(fewer)
+    with pytest.raises(tl.nn.StateDictError, match="unexpected key 'blocks.0.attention"):
+        load_lora_state_dict(fewer, lora_state_dict(model))
+    assert all(np.array_equal(before[k], v) for k, v in lora_state_dict(fewer).items())
+    with pytest.raises(ValueError, match="no LoRA adapters to save"):
+        save_adapters(tmp_path / "none.tlckpt", small_decoder())
 
 def test_attach_errors_change_nothing():
     model = small_decoder()
@@ -378,10 +394,9 @@ def test_linear_with_adapter_handles_all_input_ranks():
 def test_a_lone_lora_linear_lists_base_and_adapter_parameters():
     base = Linear(4, 3, rng=Rng(0))
     layer = LoRALinear(base, rank=2, alpha=2, rng=Rng(1))
-    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias", "lora.A",
-                                                              "lora.B"]
-    assert layer.parameters() == [base.weight, base.bias, layer.lora.A, layer.lora.B]
-    assert layer.trainable_parameters() == [layer.lora.A, layer.lora.B]
+    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias"]
+    assert lora_parameters(layer) == {"lora.A": layer.lora.A, "lora.B": layer.lora.B}
+    assert layer.trainable_parameters() == []
     with pytest.raises(ValueError, match=r"\.merge\(\)"):
         merge_lora(layer)
     randomize_b(layer)
@@ -392,24 +407,22 @@ def test_a_lone_lora_linear_lists_base_and_adapter_parameters():
         layer.merge()
     without_bias = LoRALinear(Linear(4, 3, bias=False, rng=Rng(0)), rank=1, alpha=1)
     assert without_bias.bias is None
-    assert [name for name, _ in without_bias.named_parameters()] == ["weight", "lora.A",
-                                                                     "lora.B"]
+    assert [name for name, _ in without_bias.named_parameters()] == ["weight"]
 
-
-def test_optimizer_over_the_whole_model_leaves_frozen_base_alone():
+def test_an_optimizer_over_the_adapters_leaves_the_frozen_base_alone():
     model = small_decoder()
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    base = model.state_dict()
-    optimizer = SGD(model, lr=0.1)  # the adapters are the model's parameters now
+    base, adapters = model.state_dict(), lora_state_dict(model)
+    optimizer = SGD(list(lora_parameters(model).values()), lr=0.1)
     loss = model.loss(token_batch(1), token_batch(2))
     loss.backward()
     optimizer.step()
+    for name, value in lora_state_dict(model).items():
+        assert name.endswith(".A") or not np.array_equal(value, adapters[name])  # B moved
     for name, value in model.state_dict().items():
-        if ".lora." in name:
-            assert name.endswith(".A") or not np.array_equal(value, base[name])  # B moved
-        else:
-            np.testing.assert_array_equal(value, base[name])
-
+        np.testing.assert_array_equal(value, base[name])
+    model.zero_grad()  # clears the adapters' gradients too
+    assert all(p.grad is None for p in lora_parameters(model).values())
 
 def test_matches_pytorch_lora_linear():
     torch = pytest.importorskip("torch")
@@ -435,24 +448,50 @@ def test_matches_pytorch_lora_linear():
 
 
 def test_a_lora_fine_tune_checkpoints_with_its_optimizer(tmp_path):
-    # The adapters are the model's parameters, so an optimizer over them alone is saved by
-    # name and resumes bit for bit.
+    # An adapter-only fine-tune saves its adapters with their optimizer (save_adapters);
+    # the frozen base is the base checkpoint. Resuming from both continues bit for bit.
     def step(model, optimizer):
         optimizer.zero_grad()
         model.loss(token_batch(1), token_batch(2)).backward()
         optimizer.step()
 
     model = small_decoder()
+    checkpoint.save(tmp_path / "base.tlckpt", model)
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
     optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
     step(model, optimizer)
-    checkpoint.save(tmp_path / "run.tlckpt", model, optimizer)
+    save_adapters(tmp_path / "run.tlckpt", model, optimizer)
     resumed = small_decoder(seed=4)
     attach_lora(resumed, PATTERNS, rank=2, alpha=4, rng=Rng(6))
     resumed_optimizer = AdamW(list(lora_parameters(resumed).values()), lr=1e-2)
-    checkpoint.load(tmp_path / "run.tlckpt", resumed, resumed_optimizer)
+    checkpoint.load(tmp_path / "base.tlckpt", resumed)
+    load_adapters(tmp_path / "run.tlckpt", resumed, resumed_optimizer)
     step(model, optimizer)
     step(resumed, resumed_optimizer)
     for (name, a), (_, b) in zip(model.named_parameters(), resumed.named_parameters(),
                                  strict=True):
         np.testing.assert_array_equal(a.data, b.data, err_msg=name)
+    for name, value in lora_state_dict(model).items():
+        np.testing.assert_array_equal(value, lora_state_dict(resumed)[name], err_msg=name)
+
+
+def test_adapters_convert_and_clear_with_the_base_in_one_transaction():
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    adapters = lora_parameters(model)
+    model.double()
+    assert all(p.dtype == np.float64 for p in model.parameters())
+    assert all(p.dtype == np.float64 for p in adapters.values())
+    assert lora_parameters(model) == adapters  # the same Parameter objects
+
+    def refuse_the_last_adapter(array):
+        if array is adapters["blocks.1.mlp_output.lora.B"].data:
+            raise RuntimeError("no room")
+        return array.astype(np.float32)
+
+    with pytest.raises(RuntimeError, match="no room"):
+        model._apply(refuse_the_last_adapter)
+    assert all(p.dtype == np.float64 for p in model.parameters())  # nothing converted
+    assert all(p.dtype == np.float64 for p in adapters.values())
+    model.float()
+    assert all(p.dtype == np.float32 for p in adapters.values())

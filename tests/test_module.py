@@ -1,11 +1,14 @@
 """Tests for tensorlib.nn.module: Parameter, Module registration rules, traversal, modes,
 gradients and state dictionaries, ModuleList."""
 
+import copy
+
 import numpy as np
 import pytest
 
 import tensorlib as tl
 from tensorlib.nn import Module, ModuleList, Parameter, StateDictError
+from tensorlib.optim import AdamW
 
 
 class Affine(Module):
@@ -265,7 +268,8 @@ def test_a_replacement_passes_the_registration_checks_and_changes_nothing_if_not
     outer.model = model
     with pytest.raises(ValueError, match="cycle"):
         model.first = outer
-    with pytest.raises(ValueError, match=r"'first.weight' is already registered here as 'gain'"):
+    with pytest.raises(ValueError, match=r"'first.weight' is already registered here as "
+                                         r"'model.gain'"):
         model.first = Holder(model.gain)
     with pytest.raises(ValueError, match="second.scale"):
         model.first = Holder(model.second.scale)
@@ -560,3 +564,49 @@ def test_check_module_names_what_was_given():
     assert check_module(model, "model") is model
     with pytest.raises(TypeError, match="save's model must be a Module, got list"):
         check_module([], "save's model")
+
+
+def test_attaching_seals_the_subtree_so_no_replacement_brings_a_duplicate():
+    # Riftco: attaching a subtree seals its registration, so later child mutation cannot
+    # introduce a duplicate through an ancestor: every way of replacing a child is checked
+    # against the whole tree.
+    class Holder(Module):
+        def __init__(self, weight=None):
+            super().__init__()
+            self.w = Parameter(np.ones(2)) if weight is None else weight
+
+    class Middle(Module):
+        def __init__(self):
+            super().__init__()
+            self.sub = Holder()
+            self.items = ModuleList([Holder()])
+
+    root = Module()
+    root.p = Parameter(np.zeros(2))
+    root.c = Middle()
+    names = [name for name, _ in root.named_parameters()]
+    replacements = {
+        "attribute": lambda: setattr(root.c, "sub", Holder(root.p)),
+        "ModuleList item": lambda: root.c.items.__setitem__(0, Holder(root.p)),
+        "set_submodule on the middle": lambda: root.c.set_submodule("sub", Holder(root.p)),
+    }
+    for way, replace in replacements.items():
+        with pytest.raises(ValueError, match="already registered here as 'p'"):
+            replace()
+        assert [name for name, _ in root.named_parameters()] == names, way
+    kept = root.c.sub
+    with pytest.raises(ValueError, match="already registered as a child"):
+        root.c.items[0] = kept  # a module of the tree, by another path
+    root.c.sub = Holder()  # a fresh child still replaces
+    assert root.c.sub is not kept and not kept._parent_registered
+    AdamW(root)  # one name per parameter
+
+
+def test_a_deep_copy_of_a_child_is_free_and_a_copied_tree_keeps_its_shape():
+    root = Module()
+    root.items = ModuleList([Module()])
+    child_copy = copy.deepcopy(root.items)
+    assert not child_copy._parent_registered
+    Module().register_module("again", child_copy)  # can be attached elsewhere
+    tree_copy = copy.deepcopy(root)
+    assert tree_copy.items._parent is tree_copy and tree_copy.items[0]._root() is tree_copy

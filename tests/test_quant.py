@@ -436,10 +436,10 @@ def qlora_model():
 
 def test_qlora_trains_end_to_end():
     model = qlora_model()
-    assert model.trainable_parameters() == list(lora_parameters(model).values())
+    assert model.trainable_parameters() == []  # the base is frozen, the adapters apart
     codes = {name: buffer.data.copy() for name, buffer in model.named_buffers()}
     assert len(codes) == 2 * 7  # codes and scales of every Linear, once each
-    frozen = {name: value for name, value in model.state_dict().items() if ".lora." not in name}
+    frozen = model.state_dict()  # the base's: no adapter in it
     optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
     ids, targets = token_batch(1), token_batch(2)
     losses = []
@@ -503,8 +503,8 @@ def test_module_to_moves_nf4_and_lora_state_in_one_transaction():
         before = logits(model, ids)
         layer = model.blocks[0].mlp_input
         codes = layer.base.quantized.codes
-        tensors = model.parameters() + model.buffers()
-        for fail_on in (3, len(tensors)):  # a parameter's copy, the last buffer's copy
+        tensors = model.parameters() + model.buffers() + list(lora_parameters(model).values())
+        for fail_on in (3, len(tensors)):  # a parameter's copy, the last adapter's copy
             calls["count"], calls["fail_on"] = 0, fail_on
             with pytest.raises(RuntimeError, match="out of memory"):
                 model.to("fake_nf4")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.backend import array_module
+from tensorlib.backend import array_module, writable
 from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
 
 __all__ = ["adamw_step"]
@@ -79,7 +79,8 @@ def _common_step(optimizer: Any) -> int | None:
     step = state[0]["step"] + 1
     for parameter, entry in zip(parameters, state, strict=True):
         grad, data = parameter.grad, parameter.data
-        if (not parameter.requires_grad or grad is None or type(grad) is not type(data)
+        if (not parameter.requires_grad or grad is None or not writable(data)
+                or type(grad) is not type(data)
                 or grad.shape != data.shape or grad.dtype != reference.dtype
                 or data.dtype != reference.dtype or type(data) is not type(reference)
                 or entry["step"] != step - 1):

@@ -288,9 +288,11 @@ def _check_scores(scores: Any, what: str) -> None:
 
 
 def apply_causal_mask(scores: Tensor) -> Tensor:
-    """Set the entries above the diagonal of the last two axes of ``scores`` to -inf."""
+    """``scores + M`` with M the additive causal mask of the last two axes (0 on and below
+    the diagonal, -inf above): the future becomes -inf, and the gradient passes to
+    ``scores`` unchanged, as through any addition."""
     _check_scores(scores, "apply_causal_mask scores")
-    return scores.masked_fill(causal_mask(scores.shape[-1]), -math.inf)
+    return scores + causal_mask(scores.shape[-1], additive=True, dtype=scores.dtype)
 
 
 def _check_causal_scores(scores: Any, offset: int, what: str) -> int:

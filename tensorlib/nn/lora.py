@@ -12,20 +12,23 @@ As in peft, an adapted layer is a module of its own, :class:`LoRALinear`, put in
 of the Linear it adapts, or of another layer standing in for one
 (:class:`~tensorlib.nn.surgery.LinearStandIn`: an NF4Linear, for QLoRA; this module knows
 it through that interface only). It registers that layer's parameters and buffers under
-their own names and the adapter as its child ``lora``, so the base names stay
-(``<layer>.weight``, ``<layer>.bias``) and the adapter's are ``<layer>.lora.A`` and
-``<layer>.lora.B``. Adapters are ordinary parameters of the model: ``parameters()`` and
-``state_dict()`` list them (a base checkpoint loads before attaching, or with
-``strict=False``, which returns the adapter keys as missing) and ``to()`` moves them.
-:func:`lora_parameters` lists them alone, in module order, for an optimizer.
-:func:`merge_lora` folds ``(alpha / rank) · B A`` into the base weights and puts the base
-layers back; :func:`detach_lora` puts them back without merging. Layers are chosen by
-name with :func:`~tensorlib.nn.surgery.find_linear_layers` (re-exported here).
+their own names, so the model's ``parameters()`` and ``state_dict()`` stay the base
+model's (``<layer>.weight``, ``<layer>.bias``): a base checkpoint loads before and after
+attaching. The adapter is attached, not registered: its factors are reached by name
+through :func:`lora_parameters` (``<layer>.lora.A``, ``<layer>.lora.B``, in module order,
+for an optimizer), read and written with :func:`lora_state_dict` and
+:func:`load_lora_state_dict`, and saved with their optimizer by :func:`save_adapters` and
+:func:`load_adapters`; ``to()``, ``float()``, ``double()`` and ``zero_grad()`` reach them
+with the base, in one transaction (``Module._extra_parameters``). :func:`merge_lora` folds
+``(alpha / rank) · B A`` into the base weights and puts the base layers back;
+:func:`detach_lora` puts them back without merging. Layers are chosen by name with
+:func:`~tensorlib.nn.surgery.find_linear_layers` (re-exported here).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,8 +36,9 @@ import numpy as np
 
 from tensorlib import validation
 from tensorlib.autograd import no_grad
+from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import Linear, resolve_rng
-from tensorlib.nn.module import Module, Parameter, check_module
+from tensorlib.nn.module import Module, Parameter, StateDictError, check_module
 from tensorlib.nn.surgery import LINEAR_LAYERS, LinearStandIn, find_linear_layers, replace_layer
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
@@ -45,8 +49,12 @@ __all__ = [
     "attach_lora",
     "detach_lora",
     "find_linear_layers",
+    "load_adapters",
+    "load_lora_state_dict",
     "lora_parameters",
+    "lora_state_dict",
     "merge_lora",
+    "save_adapters",
 ]
 
 
@@ -102,17 +110,17 @@ class LoRALinear(LinearStandIn):
     it into a model (by hand, ``model.set_submodule(name, LoRALinear(model.get_submodule(name),
     4, 8.0))`` does the same, less the freezing of the rest of the model).
 
-    What it registers, so that the model's names stay those of the base:
+    It registers the base's own parameters and buffers, the same objects under the same
+    names (``weight`` and ``bias`` of a Linear; ``bias``, ``codes`` and ``absmax`` of an
+    NF4Linear, whose buffers stay non-persistent), and nothing else: its ``parameters()``
+    and ``state_dict()`` are the base's. Two plain attributes, neither a child:
 
-    - the base's own parameters and buffers, the same objects under the same names
-      (``weight`` and ``bias`` of a Linear; ``bias``, ``codes`` and ``absmax`` of an
-      NF4Linear, whose buffers stay non-persistent);
-    - the adapter as its child ``lora`` (``lora.A``, ``lora.B``).
-
-    The base module itself is the plain attribute ``base``, not a child (a child's members
-    would be named ``base.weight``): the forward pass calls it, and :func:`merge_lora` and
-    :func:`detach_lora` put it back in the model. Its members are this module's, so
-    ``parameters()``, ``state_dict()`` and ``to()`` reach them once, through this module.
+    - ``base``, the base module (a child's members would be named ``base.weight``): the
+      forward pass calls it, and :func:`merge_lora` and :func:`detach_lora` put it back in
+      the model;
+    - ``lora``, the :class:`LowRankAdapter`, whose ``A`` and ``B`` are this module's extra
+      parameters (``lora.A``, ``lora.B``): listed by :func:`lora_parameters`, converted by
+      ``to()``, ``float()`` and ``double()`` and cleared by ``zero_grad()`` with the base.
     """
 
     def __init__(self, base: Linear | LinearStandIn, rank: int, alpha: float,
@@ -134,7 +142,7 @@ class LoRALinear(LinearStandIn):
         for name, buffer in base.named_buffers(recurse=False):
             self.register_buffer(name, buffer,
                                  persistent=name not in base._non_persistent_buffers)
-        self.lora = adapter
+        object.__setattr__(self, "lora", adapter)  # attached, not registered: see above
         self.merged = False
         for parameter in base.parameters():
             parameter.trainable = False
@@ -145,6 +153,15 @@ class LoRALinear(LinearStandIn):
             raise RuntimeError("this LoRALinear's adapter was merged into its base weight "
                                "(merge_lora); use the base layer, .base")
         return self.base(x) + self.lora(x)  # the adapter's low-rank update on top
+
+    def _extra_parameters(self) -> Iterable[tuple[str, Parameter]]:
+        return self.lora.named_parameters(prefix="lora.")
+
+    def train(self, mode: bool = True) -> LoRALinear:
+        """``Module.train``, and the same mode for the adapter."""
+        super().train(mode)
+        self.lora.train(mode)
+        return self
 
     @property
     def dtype(self) -> np.dtype:
@@ -174,7 +191,7 @@ class LoRALinear(LinearStandIn):
         return self.base
 
     def extra_repr(self) -> str:
-        return f"base={self.base!r}"
+        return f"base={self.base!r}, lora={self.lora!r}"
 
 
 # ------------------------------------------------------------------------------- selection
@@ -198,8 +215,9 @@ def attach_lora(model: Module, patterns: str | Iterable[str], rank: int, alpha: 
     whose name matches ``patterns``.
 
     Every parameter the model had is frozen (``trainable=False``); only the adapters train.
-    Outputs are unchanged at attach time (``B = 0``). The base names stay; the adapters
-    join ``parameters()`` and ``state_dict()`` as ``<layer>.lora.A`` / ``<layer>.lora.B``.
+    Outputs are unchanged at attach time (``B = 0``). ``parameters()`` and ``state_dict()``
+    stay the base model's; the adapters are :func:`lora_parameters` (``<layer>.lora.A`` /
+    ``<layer>.lora.B``).
     Adapters are drawn from ``rng`` in ``named_modules`` order and take the layer's dtype
     (float32 for an NF4 layer). Returns the names of the adapted layers. All checks come
     first: a pattern matching no linear layer, a matched layer that already has an adapter,
@@ -234,6 +252,70 @@ def lora_parameters(model: Module) -> dict[str, Parameter]:
         for parameter_name, parameter in layer.lora.named_parameters():
             named[prefix + parameter_name] = parameter
     return named
+
+
+def lora_state_dict(model: Module) -> dict[str, np.ndarray]:
+    """A numpy copy of every adapter factor of ``model``, by the names of
+    :func:`lora_parameters` (the adapters' ``state_dict``, which the model's own leaves
+    out)."""
+    return {name: to_numpy(parameter.data) for name, parameter in lora_parameters(model).items()}
+
+
+def load_lora_state_dict(model: Module, state: dict[str, Any]) -> None:
+    """Copy adapter factors into ``model``'s attached adapters by name, all-or-nothing:
+    ``state`` must hold exactly the names of :func:`lora_parameters` with their shapes
+    (``StateDictError`` listing every problem, nothing changed, otherwise)."""
+    live = lora_parameters(model)
+    if not isinstance(state, dict):
+        raise TypeError(f"load_lora_state_dict takes a dict of arrays, got "
+                        f"{type(state).__name__}")
+    problems = [f"missing key '{name}'" for name in live if name not in state]
+    problems += [f"unexpected key '{name}'" for name in state if name not in live]
+    staged = []
+    for name, parameter in live.items():
+        if name in state:
+            values = np.asarray(to_numpy(getattr(state[name], "data", state[name])))
+            if values.shape != parameter.shape:
+                problems.append(f"'{name}' has shape {values.shape}, the adapter "
+                                f"{parameter.shape}")
+            elif values.dtype.kind not in "fiu":
+                problems.append(f"'{name}' holds {values.dtype} values, not numbers")
+            elif not parameter.data.flags.writeable:
+                problems.append(f"'{name}' is read-only")
+            else:
+                staged.append((parameter, values))
+    if problems:
+        raise StateDictError(f"cannot load adapters into {type(model).__name__}: "
+                             + "; ".join(problems))
+    with no_grad():
+        for parameter, values in staged:
+            parameter.copy_(values)
+
+
+def save_adapters(path: str | os.PathLike, model: Module, optimizer: Any = None,
+                  rng: Rng | None = None) -> None:
+    """Write ``model``'s adapter factors (and an AdamW over them, and ``rng``) to ``path``
+    as a TLCKPT checkpoint whose parameters are :func:`lora_parameters`: the file of an
+    adapter-only fine-tune, beside the base model's own (``tensorlib.checkpoint.save``).
+    Atomic and validated first, as ``checkpoint.save``; ValueError when no adapter is
+    attached."""
+    from tensorlib import checkpoint  # on first use: `import tensorlib` stays light
+
+    adapters = lora_parameters(model)
+    if not adapters:
+        raise ValueError(f"the {type(model).__name__} has no LoRA adapters to save")
+    checkpoint.save_parameters(path, adapters, optimizer, rng)
+
+
+def load_adapters(path: str | os.PathLike, model: Module, optimizer: Any = None,
+                  rng: Rng | None = None) -> None:
+    """Load a :func:`save_adapters` file into ``model``'s attached adapters (and the
+    optimizer over them, and ``rng``), all-or-nothing, as ``checkpoint.load``: the file
+    must hold exactly the adapters of :func:`lora_parameters`, attach them first with the
+    same patterns and rank."""
+    from tensorlib import checkpoint  # on first use: `import tensorlib` stays light
+
+    checkpoint.load_parameters(path, lora_parameters(model), optimizer, rng)
 
 
 def merge_lora(model: Module) -> list[str]:

@@ -10,6 +10,7 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tensorlib.autograd import no_grad
-from tensorlib.backend import copy_to_backend, device_of, require_backend, to_numpy
+from tensorlib.backend import copy_to_backend, device_of, require_backend, to_numpy, writable
 from tensorlib.tensor import Tensor
 
 
@@ -133,8 +134,20 @@ class Module:
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_forward_hooks", {})
-        object.__setattr__(self, "_parent_registered", False)
+        object.__setattr__(self, "_parent", None)  # the module this one is a child of
         object.__setattr__(self, "training", True)
+
+    @property
+    def _parent_registered(self) -> bool:
+        """Whether this module is some module's child (attached, so sealed)."""
+        return self._parent is not None
+
+    def _root(self) -> Module:
+        """The top of the tree this module is attached in (itself when it is no child)."""
+        module = self
+        while module._parent is not None:
+            module = module._parent
+        return module
 
     # ------------------------------------------------------------------------ registration
     def _check_name(self, name: str, kind: str) -> None:
@@ -193,7 +206,7 @@ class Module:
     def register_module(self, name: str, module: Module) -> None:
         """Add a child module under ``name``; rejects bad names, repeats and cycles."""
         self._check_child(name, module, tree=self)
-        object.__setattr__(module, "_parent_registered", True)
+        object.__setattr__(module, "_parent", self)
         self._modules[name] = module
 
     def _check_child(self, name: str, module: Any, tree: Module,
@@ -241,15 +254,17 @@ class Module:
                     f"'{own_parameters[id(parameter)]}'"
                 )
 
-    def _replace_child(self, name: str, module: Module, tree: Module) -> Module:
+    def _replace_child(self, name: str, module: Module) -> Module:
         """Put ``module`` in the place of the child ``name`` (same position, so names and
-        order stay); the old child is detached and returned. Checked as ``_check_child``."""
+        order stay); the old child is detached and returned. Checked as ``_check_child``
+        against the whole tree this module is attached in (sealing: a replacement deep in
+        an attached subtree cannot bring a module or parameter that is already elsewhere)."""
         old = self._modules[name]
         if module is old:
             return old
-        self._check_child(name, module, tree, replaced=old)
-        object.__setattr__(old, "_parent_registered", False)
-        object.__setattr__(module, "_parent_registered", True)
+        self._check_child(name, module, tree=self._root(), replaced=old)
+        object.__setattr__(old, "_parent", None)
+        object.__setattr__(module, "_parent", self)
         self._modules[name] = module
         return old
 
@@ -260,7 +275,7 @@ class Module:
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if name in self.__dict__.get("_modules", {}):
-                self._replace_child(name, value, tree=self)  # a child is replaced, as in PyTorch
+                self._replace_child(name, value)  # a child is replaced, as in PyTorch
             else:
                 self.register_module(name, value)
         elif name in self.__dict__.get("_parameters", {}) or name in self.__dict__.get(
@@ -291,6 +306,18 @@ class Module:
         if name in self._parameters or name in self._modules or name in self._buffers:
             raise AttributeError(f"registered member '{name}' cannot be deleted")
         object.__delattr__(self, name)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Module:
+        """An independent copy of this module and everything it holds. A child copied on
+        its own is free (no parent); copied with its parent, it is the copy's child."""
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            if key != "_parent":
+                object.__setattr__(clone, key, copy.deepcopy(value, memo))
+        parent = self._parent
+        object.__setattr__(clone, "_parent", None if parent is None else memo.get(id(parent)))
+        return clone
 
     def __copy__(self) -> Module:
         raise TypeError(
@@ -409,7 +436,7 @@ class Module:
         parent = self.get_submodule(parent_name)
         if name not in parent._modules:
             raise KeyError(f"no submodule '{dotted_name}' (missing '{name}')")
-        return parent._replace_child(name, module, tree=self)
+        return parent._replace_child(name, module)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.size for p in self.parameters(include_frozen=not trainable_only))
@@ -430,9 +457,24 @@ class Module:
         return self.train(False)
 
     def zero_grad(self) -> None:
-        """Forget every parameter's gradient (sets ``.grad`` to None)."""
+        """Forget every parameter's gradient (sets ``.grad`` to None), those of the extra
+        parameters too (see ``_extra_parameters``)."""
         for parameter in self.parameters():
             parameter.grad = None
+        for _, parameter in self._named_members(_extra_members):
+            parameter.grad = None
+
+    def _extra_parameters(self) -> Iterable[tuple[str, Parameter]]:
+        """The parameters this module holds outside the ``parameters()`` schema, by name
+        relative to it: none here; a LoRALinear's attached adapter (``lora.A``, ``lora.B``).
+
+        They are not listed by ``parameters()`` or ``state_dict()`` (which stay the base
+        model's, so base checkpoints keep loading), but ``to()``, ``float()`` and
+        ``double()`` convert them in the same transaction as the rest, and ``zero_grad()``
+        clears them. Whoever adds them gives their own way to list and save them
+        (``tensorlib.nn.lora.lora_parameters``).
+        """
+        return ()
 
     # ------------------------------------------------------------------------ conversion
     def _apply(self, fn: Callable[[Any], Any], convert_grads: bool = True) -> Module:
@@ -441,8 +483,9 @@ class Module:
 
         ``fn`` takes an array and returns an array of the same shape (a Parameter's stays
         floating), or the array itself to leave that tensor untouched (same array, version
-        and grad). Tensors are visited children first, each module's parameters before its
-        buffers, a tensor shared by two modules once. The conversion is one transaction:
+        and grad). Tensors are visited children first, each module's parameters, then its
+        buffers, then its extra parameters (``_extra_parameters``), a tensor shared by two
+        modules once. The conversion is one transaction:
         ``fn`` runs on every tensor first, and only when all calls succeeded does each changed
         tensor take its new array (the same Tensor or Parameter object, so an optimizer
         holding it still does, with its ``trainable`` flag), its version bump, and its
@@ -476,10 +519,11 @@ class Module:
         The move is one transaction (``_apply``). It checks the device (ValueError for an
         unknown name, listing the known ones; RuntimeError saying why for one not available
         here), then copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and
-        scales, LoRA adapters and anything else a module registers are among them) to the
-        device. Only when every copy succeeded does it commit: each moved tensor gets its new
-        array in place (the same Tensor object), its version bumps and its gradient is dropped
-        (``grad = None``; an old gradient lives on the old device). Tensors already on
+        scales among them) and every extra parameter (a LoRA adapter's, see
+        ``_extra_parameters``) to the device. Only when every copy succeeded does it commit:
+        each moved tensor gets its new array in place (the same Tensor object), its version
+        bumps and its gradient is dropped (``grad = None``; an old gradient lives on the old
+        device). Tensors already on
         ``device`` are not touched (same array, version and grad). If a copy fails, nothing
         changes and the error propagates.
 
@@ -541,6 +585,9 @@ class Module:
                     (array.dtype.kind == "f") != (target.dtype.kind == "f"):
                 problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
                                 "in the model (a buffer keeps its kind of number)")
+                continue
+            if not writable(target.data):
+                problems.append(f"'{name}': the model's array is read-only")
                 continue
             staged.append((target, array.astype(target.dtype, copy=True)))
         if strict:
@@ -607,6 +654,13 @@ def check_module(value: Any, what: str) -> Module:
     return value
 
 
+def named_extra_parameters(module: Module) -> list[tuple[str, Parameter]]:
+    """Every extra parameter of ``module``'s tree (``Module._extra_parameters``: the LoRA
+    adapters' factors), by dotted name, depth-first in registration order."""
+    check_module(module, "module")
+    return list(module._named_members(_extra_members))
+
+
 def _join(path: str, name: str) -> str:
     """``path.name``, or whichever of the two is not empty."""
     return f"{path}.{name}" if path and name else path or name
@@ -621,9 +675,16 @@ def _own_state(module: Module) -> Iterator[tuple[str, Tensor]]:
 
 
 def _own_tensors(module: Module) -> Iterator[tuple[str, Tensor]]:
-    """A module's own parameters, then all its buffers: what ``_apply`` converts."""
+    """A module's own parameters, all its buffers, then its extra parameters: what
+    ``_apply`` converts."""
     yield from module._parameters.items()
     yield from module._buffers.items()
+    yield from _extra_members(module)
+
+
+def _extra_members(module: Module) -> Iterator[tuple[str, Parameter]]:
+    """A module's extra parameters (``Module._extra_parameters``)."""
+    yield from module._extra_parameters()
 
 
 def _floating_to(dtype: np.dtype) -> Callable[[Any], Any]:
@@ -678,7 +739,7 @@ class ModuleList(Module):
         if not -len(self._modules) <= index < len(self._modules):
             raise IndexError(f"ModuleList index {index} out of range for length "
                              f"{len(self._modules)}")
-        self._replace_child(str(index % len(self._modules)), module, tree=self)
+        self._replace_child(str(index % len(self._modules)), module)
 
     def __getitem__(self, index: int | slice) -> Any:
         items = list(self._modules.values())

@@ -39,7 +39,7 @@ from tensorlib import validation
 from tensorlib.backend import array_module
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
-from tensorlib.nn.module import Module, Parameter, check_module
+from tensorlib.nn.module import Module, Parameter, named_extra_parameters
 from tensorlib.nn.surgery import (
     LINEAR_LAYERS,
     LinearStandIn,
@@ -452,27 +452,13 @@ def dequantize_model(model: Module) -> list[str]:
     return [name for name, _ in layers]
 
 
-def _adapter_parameters(model: Module) -> list[Parameter]:
-    """The parameters that stand-ins wrapping a layer add to it (LoRA adapters), in
-    ``named_modules`` order."""
-    check_module(model, "model")
-    adapters = []
-    for _, module in model.named_modules():
-        if _has_adapter(module):
-            kept = {id(p) for p in module.base.parameters()}
-            adapters += [p for p in module.parameters() if id(p) not in kept]
-    return adapters
-
-
 def memory_report(model: Module) -> dict[str, int]:
-    """Bytes held by ``model``: ``float_parameters`` (the float parameters of the base
-    model: what ``parameters()`` lists, less the adapters), ``lora_parameters`` (the
-    adapters), ``nf4_codes``, ``nf4_scales`` and their ``total``."""
-    adapters = _adapter_parameters(model)
-    adapter_ids = {id(p) for p in adapters}
+    """Bytes held by ``model``: ``float_parameters`` (what ``parameters()`` lists: the base
+    model's float parameters), ``lora_parameters`` (the attached adapters, its extra
+    parameters), ``nf4_codes``, ``nf4_scales`` and their ``total``."""
+    adapters = [p for _, p in named_extra_parameters(model)]
     report = {
-        "float_parameters": sum(int(p.data.nbytes) for p in model.parameters()
-                                if id(p) not in adapter_ids),
+        "float_parameters": sum(int(p.data.nbytes) for p in model.parameters()),
         "lora_parameters": sum(int(p.data.nbytes) for p in adapters),
         "nf4_codes": 0,
         "nf4_scales": 0,

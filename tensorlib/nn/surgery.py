@@ -120,10 +120,10 @@ def export_merged(model: Module) -> dict[str, np.ndarray]:
 
     Each stand-in gives its :meth:`~LinearStandIn.dense_weight` as ``<layer>.weight``, and
     its bias: NF4 weights are dequantized and every LoRA adapter is folded in
-    (``W + (alpha/rank) B A``), and the adapters' own ``<layer>.lora.*`` entries are left
-    out; other parameters and persistent buffers are copied. The keys and order are those of
-    the unquantized model's ``state_dict()``, so a plain model of the same configuration
-    loads the result with ``load_state_dict`` (strict) and computes the same outputs.
+    (``W + (alpha/rank) B A``); other parameters and persistent buffers are copied. The
+    keys and order are those of the unquantized model's ``state_dict()``, so a plain model
+    of the same configuration loads the result with ``load_state_dict`` (strict) and
+    computes the same outputs.
     The model itself is not changed.
     """
     check_module(model, "export_merged's model")
@@ -131,7 +131,7 @@ def export_merged(model: Module) -> dict[str, np.ndarray]:
     stand_ins: list[str] = []  # prefixes of the stand-ins met: their children are folded in
     for module_name, module in model.named_modules():
         if any(module_name.startswith(prefix) for prefix in stand_ins):
-            continue  # a stand-in's child (an adapter): folded into its layer's weight
+            continue  # a stand-in's child: part of its layer's dense weight
         prefix = module_name + "." if module_name else ""
         if isinstance(module, LinearStandIn):
             stand_ins.append(prefix)

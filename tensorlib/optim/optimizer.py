@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.backend import array_module
+from tensorlib.backend import array_module, writable
 from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.tensor import Tensor
 
@@ -348,6 +348,9 @@ class Optimizer:
                 )
             if not all_finite(parameter.data):
                 raise ValueError(f"{self.describe(index)} has non-finite values")
+            if not writable(parameter.data):
+                raise ValueError(f"{self.describe(index)} is read-only (its array cannot be "
+                                 "written in place); nothing was changed")
             if not all_finite(grad):
                 raise ValueError(f"gradient of {self.describe(index)} has non-finite values")
             pending.append((index, parameter, grad.astype(parameter.dtype, copy=False)))

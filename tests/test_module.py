@@ -268,7 +268,7 @@ def test_a_replacement_passes_the_registration_checks_and_changes_nothing_if_not
     outer.model = model
     with pytest.raises(ValueError, match="cycle"):
         model.first = outer
-    with pytest.raises(ValueError, match=r"'first.weight' is already registered here as "
+    with pytest.raises(ValueError, match=r"'model.first.weight' is already registered here as "
                                          r"'model.gain'"):
         model.first = Holder(model.gain)
     with pytest.raises(ValueError, match="second.scale"):

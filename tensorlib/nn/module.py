@@ -239,10 +239,11 @@ class Module:
             )
         leaving = set() if replaced is None else {id(m) for m in replaced.modules()}
         own_modules = {id(m): n for n, m in tree.named_modules() if id(m) not in leaving}
+        where = _join(own_modules.get(id(self), ""), name)  # the new child's name in tree
         for _sub_name, sub in module.named_modules():
             if id(sub) in own_modules:
                 raise ValueError(
-                    f"module '{name}' contains a module already registered here "
+                    f"module '{where}' contains a module already registered here "
                     f"as '{own_modules[id(sub)] or '(root)'}'"
                 )
         own_parameters = {id(p): n for n, p in tree._named_members(
@@ -250,7 +251,7 @@ class Module:
         for sub_name, parameter in module.named_parameters(include_frozen=True):
             if id(parameter) in own_parameters:
                 raise ValueError(
-                    f"parameter '{name}.{sub_name}' is already registered here as "
+                    f"parameter '{where}.{sub_name}' is already registered here as "
                     f"'{own_parameters[id(parameter)]}'"
                 )
 

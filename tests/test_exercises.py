@@ -9,6 +9,7 @@ learner's notebook, where the stubs stand.
 
 import importlib.util
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -23,7 +24,8 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
-ALL_RIGHT = re.compile(r"^[^\n]+: (all \d+ cases right|its one case is right)\.$", re.MULTILINE)
+# "all 1 case right", "all 4 cases right", "all 12 cases right" (never "all 1 cases")
+ALL_RIGHT = re.compile(r"^[^\n]+: all (1 case|\d*[02-9] cases|\d+1 cases) right\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
 
 
@@ -136,8 +138,15 @@ def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
     assert not stub.report()
     assert not Checker("Exercise 3").passed  # no case at all is not a pass
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "Exercise 1: its one case is right."
+    assert lines[0] == "Exercise 1: all 1 case right."
     assert lines[1].startswith("Exercise 2: not done yet.")
+    one_wrong = Checker("Exercise 5")
+    with one_wrong.case("one"):
+        one_wrong.equal(1, 2)
+    one_wrong.report()
+    assert capsys.readouterr().out.startswith("Exercise 5: 0 of 1 case right.\n")
+    assert ALL_RIGHT.fullmatch("Exercise 6: all 21 cases right.")
+    assert not ALL_RIGHT.search("Exercise 6: all 1 cases right.")
     wrong = Checker("Exercise 4")
     with wrong.case("shapes"):
         wrong.close(np.zeros(2), np.zeros(3), "the output")
@@ -147,6 +156,122 @@ def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
     report = capsys.readouterr().out
     assert "the output: expected shape (3,), received shape (2,)" in report
     assert "(largest difference 1)" in report
+
+
+def notebook_namespace(*cells):
+    """A namespace in which each source runs as a notebook cell does: in order, in one
+    namespace, each compiled under a file name of its own."""
+    namespace = {"__name__": "__main__"}
+    for index, source in enumerate(cells):
+        exec(compile(textwrap.dedent(source), f"<cell {index}>", "exec"), namespace)
+    return namespace
+
+
+def borrowed(checker):
+    """The detail of the checker's first result when it is the names case, else None."""
+    description, outcome, detail = checker.results[0] if checker.results else ("", "", None)
+    return detail if description.startswith("the names ") and outcome == "wrong" else None
+
+
+def test_yours_fails_a_function_that_reads_data_it_never_sets(capsys):
+    cells = notebook_namespace("""
+        import numpy as np
+        from tensorlib.nn import Linear
+        rank, stoi, model = 3, {"a": 1}, Linear(2, 2)
+        """, """
+        def lora(x, A):
+            return x * rank / len(A) + np.sum(A)       # rank: the notebook's, not A.shape[0]
+
+        def smoothed(logits, epsilon):
+            return logits - q                          # q: set nowhere
+
+        def encode(text):
+            return [stoi[ch] for ch in text]           # stoi: meant to be read (reads=)
+
+        def predict(x):
+            return model(x)                            # a model is data, callable or not
+
+        def fine(x, A):
+            rows = A.shape[0]
+            return [np.tanh(v) * rows for v in sorted(x)] + [Linear, helper_elsewhere]
+        """)
+    cells.update(notebook_namespace("def helper_elsewhere():\n    return rank\n"))
+    lora = Checker("lora", yours=cells["lora"])
+    assert "lora reads `rank` without setting it, so it gets what a cell above left under " \
+           "that name: 3; compute it from the arguments" in borrowed(lora)
+    assert "smoothed reads `q` without setting it, and no cell sets it either" in \
+        borrowed(Checker("s", yours=cells["smoothed"]))
+    assert "encode reads `stoi`" in borrowed(Checker("e", yours=cells["encode"]))
+    assert Checker("e", yours=cells["encode"], reads=("stoi",)).results == []
+    assert "predict reads `model`" in borrowed(Checker("p", yours=cells["predict"]))
+    # modules, classes, functions (one of another cell is not read) and builtins are code
+    assert Checker("f", yours=(cells["fine"],)).results == []
+    lora.report()
+    report = capsys.readouterr().out
+    assert report.startswith("lora: 0 of 1 case right.\n  WRONG: the names lora reads\n")
+    with pytest.raises(TypeError, match="functions and classes"):
+        Checker("x", yours=3)
+
+
+def test_yours_reads_methods_inner_functions_and_helpers_of_the_same_cell():
+    cells = notebook_namespace("""
+        c, scale, shape = 2.0, 0.5, (3,)
+        """, """
+        class SmoothClamp:
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * c                        # c: the check's loop variable
+
+            @property
+            def size(self):
+                return shape
+
+            def forward(self, x):
+                def inner(v):
+                    return v * scale
+                return [inner(v) for v in x]
+
+        def uses_helper(x):
+            return helper(x)
+
+        def helper(x):
+            return x + c
+
+        def stub(x):
+            # YOUR CODE HERE
+            raise NotImplementedError()
+        """)
+    detail = borrowed(Checker("clamp", yours=cells["SmoothClamp"]))
+    for line in ("SmoothClamp.backward reads `c`", "SmoothClamp.size reads `shape`",
+                 "SmoothClamp.forward reads `scale`"):
+        assert line in detail
+    assert "helper reads `c`" in borrowed(Checker("h", yours=cells["uses_helper"]))
+    stub = Checker("stub", yours=cells["stub"])
+    with stub.case("anything"):
+        cells["stub"](1)
+    assert stub.status == "not started"
+
+
+def test_a_name_the_code_never_defines_is_reported_as_such(capsys):
+    cells = notebook_namespace("""
+        def lora(A):
+            return A * rank
+
+        def smoothed(p):
+            if p > 0:
+                q = p
+            return p - q
+        """)
+    checker = Checker("Exercise 2 (lora_linear)")
+    with checker.case("rank from A", hint="rank is A.shape[0]"):
+        cells["lora"](2)
+    with checker.case("a q read before it is set"):
+        cells["smoothed"](-1)
+    checker.report()
+    report = capsys.readouterr().out
+    assert ("  WRONG: rank from A\n    your code reads `rank`, which it never defines\n"
+            "    hint: rank is A.shape[0]") in report
+    assert "your code reads a name before it sets it (cannot access local variable 'q'" in report
 
 
 # --------------------------------------------------------------- safety net and progress
@@ -243,3 +368,4 @@ def test_the_progress_command_prints_each_notebook(tmp_path, capsys):
     assert "02_scalar_mlp: its progress file is unreadable" in out
     assert "03_tensors_and_strides: no check run yet" in out
     assert main(["progress", str(tmp_path / "absent")]) == 2
+

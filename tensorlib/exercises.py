@@ -117,8 +117,8 @@ def _global_reads(code: types.CodeType) -> list[str]:
 
 
 def _is_code(value: Any) -> bool:
-    """A module, a class or a function: what a piece may read from the notebook (a module
-    instance is a model, data, even though it can be called)."""
+    """A module, a class or a function: what a piece may read from the notebook. A layer or a
+    model (a tensorlib Module) can be called but is data, as a Tensor is."""
     return isinstance(value, (types.ModuleType, type)) or (
         callable(value) and not isinstance(value, (Module, Tensor)))
 

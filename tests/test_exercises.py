@@ -4,16 +4,26 @@ The learner's notebooks are the student versions of ``notebooks/solutions/`` (se
 ``scripts/exercises.py``). nbval re-executes both sets in the test command and proves that
 their committed outputs are what they produce; this file proves that those outputs say what
 they must: each check cell reports "all ... cases right" in the solutions and not in the
-learner's notebook, where the stubs stand.
+learner's notebook, where the stubs stand. It also proves that every function and class the
+learner writes is read by a check (``Checker(yours=...)``), and runs checks against wrong
+answers that once passed them (:func:`run_check` runs one check cell with the few cells it
+needs).
 """
 
+import ast
+import builtins
+import contextlib
 import importlib.util
+import io
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
+from tensorlib import exercises
 from tensorlib.exercises import Checker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +33,8 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
-ALL_RIGHT = re.compile(r"^[^\n]+: (all \d+ cases right|its one case is right)\.$", re.MULTILINE)
+# "all 1 case right", "all 4 cases right", "all 12 cases right" (never "all 1 cases")
+ALL_RIGHT = re.compile(r"^[^\n]+: all (1 case|\d*[02-9] cases|\d+1 cases) right\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
 
 
@@ -136,8 +147,15 @@ def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
     assert not stub.report()
     assert not Checker("Exercise 3").passed  # no case at all is not a pass
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "Exercise 1: its one case is right."
+    assert lines[0] == "Exercise 1: all 1 case right."
     assert lines[1].startswith("Exercise 2: not done yet.")
+    one_wrong = Checker("Exercise 5")
+    with one_wrong.case("one"):
+        one_wrong.equal(1, 2)
+    one_wrong.report()
+    assert capsys.readouterr().out.startswith("Exercise 5: 0 of 1 case right.\n")
+    assert ALL_RIGHT.fullmatch("Exercise 6: all 21 cases right.")
+    assert not ALL_RIGHT.search("Exercise 6: all 1 cases right.")
     wrong = Checker("Exercise 4")
     with wrong.case("shapes"):
         wrong.close(np.zeros(2), np.zeros(3), "the output")
@@ -147,6 +165,122 @@ def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
     report = capsys.readouterr().out
     assert "the output: expected shape (3,), received shape (2,)" in report
     assert "(largest difference 1)" in report
+
+
+def notebook_namespace(*cells):
+    """A namespace in which each source runs as a notebook cell does: in order, in one
+    namespace, each compiled under a file name of its own."""
+    namespace = {"__name__": "__main__"}
+    for index, source in enumerate(cells):
+        exec(compile(textwrap.dedent(source), f"<cell {index}>", "exec"), namespace)
+    return namespace
+
+
+def borrowed(checker):
+    """The detail of the checker's first result when it is the names case, else None."""
+    description, outcome, detail = checker.results[0] if checker.results else ("", "", None)
+    return detail if description.startswith("the names ") and outcome == "wrong" else None
+
+
+def test_yours_fails_a_function_that_reads_data_it_never_sets(capsys):
+    cells = notebook_namespace("""
+        import numpy as np
+        from tensorlib.nn import Linear
+        rank, stoi, model = 3, {"a": 1}, Linear(2, 2)
+        """, """
+        def lora(x, A):
+            return x * rank / len(A) + np.sum(A)       # rank: the notebook's, not A.shape[0]
+
+        def smoothed(logits, epsilon):
+            return logits - q                          # q: set nowhere
+
+        def encode(text):
+            return [stoi[ch] for ch in text]           # stoi: meant to be read (reads=)
+
+        def predict(x):
+            return model(x)                            # a model is data, callable or not
+
+        def fine(x, A):
+            rows = A.shape[0]
+            return [np.tanh(v) * rows for v in sorted(x)] + [Linear, helper_elsewhere]
+        """)
+    cells.update(notebook_namespace("def helper_elsewhere():\n    return rank\n"))
+    lora = Checker("lora", yours=cells["lora"])
+    assert "lora reads `rank` without setting it, so it gets what a cell above left under " \
+           "that name: 3; compute it from the arguments" in borrowed(lora)
+    assert "smoothed reads `q` without setting it, and no cell sets it either" in \
+        borrowed(Checker("s", yours=cells["smoothed"]))
+    assert "encode reads `stoi`" in borrowed(Checker("e", yours=cells["encode"]))
+    assert Checker("e", yours=cells["encode"], reads=("stoi",)).results == []
+    assert "predict reads `model`" in borrowed(Checker("p", yours=cells["predict"]))
+    # modules, classes, functions (one of another cell is not read) and builtins are code
+    assert Checker("f", yours=(cells["fine"],)).results == []
+    lora.report()
+    report = capsys.readouterr().out
+    assert report.startswith("lora: 0 of 1 case right.\n  WRONG: the names lora reads\n")
+    with pytest.raises(TypeError, match="functions and classes"):
+        Checker("x", yours=3)
+
+
+def test_yours_reads_methods_inner_functions_and_helpers_of_the_same_cell():
+    cells = notebook_namespace("""
+        c, scale, shape = 2.0, 0.5, (3,)
+        """, """
+        class SmoothClamp:
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * c                        # c: the check's loop variable
+
+            @property
+            def size(self):
+                return shape
+
+            def forward(self, x):
+                def inner(v):
+                    return v * scale
+                return [inner(v) for v in x]
+
+        def uses_helper(x):
+            return helper(x)
+
+        def helper(x):
+            return x + c
+
+        def stub(x):
+            # YOUR CODE HERE
+            raise NotImplementedError()
+        """)
+    detail = borrowed(Checker("clamp", yours=cells["SmoothClamp"]))
+    for line in ("SmoothClamp.backward reads `c`", "SmoothClamp.size reads `shape`",
+                 "SmoothClamp.forward reads `scale`"):
+        assert line in detail
+    assert "helper reads `c`" in borrowed(Checker("h", yours=cells["uses_helper"]))
+    stub = Checker("stub", yours=cells["stub"])
+    with stub.case("anything"):
+        cells["stub"](1)
+    assert stub.status == "not started"
+
+
+def test_a_name_the_code_never_defines_is_reported_as_such(capsys):
+    cells = notebook_namespace("""
+        def lora(A):
+            return A * rank
+
+        def smoothed(p):
+            if p > 0:
+                q = p
+            return p - q
+        """)
+    checker = Checker("Exercise 2 (lora_linear)")
+    with checker.case("rank from A", hint="rank is A.shape[0]"):
+        cells["lora"](2)
+    with checker.case("a q read before it is set"):
+        cells["smoothed"](-1)
+    checker.report()
+    report = capsys.readouterr().out
+    assert ("  WRONG: rank from A\n    your code reads `rank`, which it never defines\n"
+            "    hint: rank is A.shape[0]") in report
+    assert "your code reads a name before it sets it (cannot access local variable 'q'" in report
 
 
 # --------------------------------------------------------------- safety net and progress
@@ -243,3 +377,158 @@ def test_the_progress_command_prints_each_notebook(tmp_path, capsys):
     assert "02_scalar_mlp: its progress file is unreadable" in out
     assert "03_tensors_and_strides: no check run yet" in out
     assert main(["progress", str(tmp_path / "absent")]) == 2
+
+
+# ------------------------------------------------------------ checks against wrong answers
+_python = TransformerManager()  # a notebook cell's source as plain Python (magics and all)
+
+
+def _top_level_names(tree):
+    """The names a cell's top level sets (not those inside its functions, classes, lambdas
+    and comprehensions)."""
+    names, pending = set(), list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        if not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                                 ast.GeneratorExp)):
+            pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _free_names(tree):
+    """The names a cell reads before its top level sets them, leaving out builtins and the
+    names its functions, lambdas and comprehensions set themselves."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+              ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    free, already_set = set(), set(dir(builtins))
+    for statement in tree.body:
+        own = {node.arg if isinstance(node, ast.arg) else node.id
+               for scope in ast.walk(statement) if isinstance(scope, scopes)
+               for node in ast.walk(scope) if isinstance(node, ast.arg)
+               or isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        read = {node.id for node in ast.walk(statement)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+        free |= read - own - already_set
+        already_set |= _top_level_names(ast.Module(body=[statement], type_ignores=[]))
+    return free
+
+
+def run_check(notebook, grade_id, monkeypatch, replace=()):
+    """Run one check cell of ``notebooks/solutions/<notebook>.ipynb`` as the notebook would,
+    with only the code cells it needs: its solution cells (since the graded cell before it),
+    each ``(old, new)`` of ``replace`` swapped into them (a wrong answer), and every earlier
+    cell that sets a name these read, and in turn the cells those need, found by reading
+    their code (a cell that only changes an object, ``model.eval()``, is not found: a check
+    that needs one is not for this function). Returns (passed, the check's report)."""
+    cells = [cell for cell in nbformat.read(SOLUTIONS[0].parent / f"{notebook}.ipynb",
+                                            as_version=4).cells if cell.cell_type == "code"]
+    check = next(index for index, cell in enumerate(cells)
+                 if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    answers = []
+    for index in range(check - 1, -1, -1):
+        grading = cells[index].metadata.get("nbgrader", {})
+        if grading.get("grade"):
+            break
+        if grading.get("solution"):
+            answers.append(index)
+    sources = {index: cells[index].source for index in range(check)}
+    sources[check] = workbook.student_source(cells[check])  # its report, without `assert passed`
+    for old, new in replace:
+        found = [index for index in answers if old in sources[index]]
+        assert len(found) == 1 and sources[found[0]].count(old) == 1, (grade_id, old)
+        sources[found[0]] = sources[found[0]].replace(old, new)
+    trees = {index: ast.parse(_python.transform_cell(source)) for index, source in sources.items()}
+    chosen = {check, *answers}
+    wanted = [(name, reader) for reader in chosen for name in _free_names(trees[reader])]
+    while wanted:  # (a name, the cell that reads it): the last cell before it that sets it
+        name, reader = wanted.pop()
+        setter = next((index for index in range(reader - 1, -1, -1)
+                       if name in _top_level_names(trees[index])), None)
+        if setter is not None and setter not in chosen:
+            chosen.add(setter)
+            wanted += [(name, setter) for name in _free_names(trees[setter])]
+    # no progress file, and the notebook's own folder as the working one, as Jupyter runs it
+    monkeypatch.setattr(exercises, "record_progress", lambda *args, **kwargs: None)
+    monkeypatch.chdir(SOLUTIONS[0].parent)
+    namespace = {"__name__": "__main__", "display": lambda *args, **kwargs: None}
+    report = io.StringIO()
+    for index in sorted(chosen):
+        with contextlib.redirect_stdout(report if index == check else io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):  # progress bars
+            exec(compile(ast.unparse(trees[index]), f"<{notebook} cell {index}>", "exec"),
+                 namespace)
+    return namespace["passed"], report.getvalue()
+
+
+def _solved_names(source):
+    """The functions and classes a solution cell defines that hold a solution region."""
+    tree = ast.parse(source)
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+            and "### BEGIN SOLUTION" in ast.get_source_segment(source, node)]
+
+
+def _yours_names(source):
+    """The names a check cell's ``Checker(..., yours=...)`` hands to the checker."""
+    call = next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "Checker")
+    yours = [keyword.value for keyword in call.keywords if keyword.arg == "yours"]
+    return [node.id for value in yours for node in ast.walk(value) if isinstance(node, ast.Name)]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
+def test_every_function_and_class_the_learner_writes_is_read_by_a_check(path):
+    """Each def or class holding a solution region is in the ``yours=`` of a check after it,
+    so its code is read for names it would borrow from the notebook."""
+    solved, read = [], []
+    for cell in nbformat.read(path, as_version=4).cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if grading.get("solution"):
+            solved += _solved_names(cell.source)
+        if grading.get("grade"):
+            names = _yours_names(cell.source)
+            assert names and set(names) <= set(solved), (grading["grade_id"], names, solved)
+            read += names
+    assert solved and sorted(set(read)) == sorted(set(solved))
+
+
+# The wrong answers that passed the checks before issue 30, each a change to the solution:
+# a check's own names (N, V, q, rank) visible to the learner's function, zero biases, small
+# logits, fresh gradients.
+WRONG_ANSWERS = {
+    "05 label smoothing without N, V = logits.shape": (
+        "05_matmul_softmax_cross_entropy", "ex05-3-check", [("    N, V = logits.shape\n", "")]),
+    "05 label smoothing without its target q": (
+        "05_matmul_softmax_cross_entropy", "ex05-3-check",
+        [("    q = (1 - epsilon) * np.eye(V)[targets] + epsilon / V\n", "")]),
+    "17 lora_linear without rank = A.shape[0]": (
+        "17_lora", "ex17-2-check", [("    rank = A.shape[0]\n", "")]),
+    "17 lora_linear with - bias": (
+        "17_lora", "ex17-2-check",
+        [("weight.transpose() + bias +", "weight.transpose() - bias +")]),
+    "17 lora_linear without the bias": (
+        "17_lora", "ex17-2-check", [("weight.transpose() + bias +", "weight.transpose() +")]),
+    "19 sample_next with exp(z + z.max())": (
+        "19_generation_and_kv_cache", "ex19-1-check",
+        [("np.exp(z - z.max(", "np.exp(z + z.max(")]),
+    "20 accumulate without optimizer.zero_grad()": (
+        "20_performance", "ex20-3-check", [("    optimizer.zero_grad()\n", "")]),
+}
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp:RuntimeWarning")  # exp(z + max)
+@pytest.mark.parametrize("wrong", WRONG_ANSWERS, ids=lambda wrong: wrong)
+def test_a_wrong_answer_fails_the_check_that_its_solution_passes(wrong, monkeypatch):
+    notebook, grade_id, change = WRONG_ANSWERS[wrong]
+    passed, report = run_check(notebook, grade_id, monkeypatch)
+    assert passed and ALL_RIGHT.search(report), report
+    passed, report = run_check(notebook, grade_id, monkeypatch, change)
+    assert not passed and "WRONG: " in report and not ALL_RIGHT.search(report), report

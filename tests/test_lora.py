@@ -495,3 +495,15 @@ def test_adapters_convert_and_clear_with_the_base_in_one_transaction():
     assert all(p.dtype == np.float64 for p in adapters.values())
     model.float()
     assert all(p.dtype == np.float32 for p in adapters.values())
+
+
+def test_an_optimizer_takes_the_adapters_by_name_and_refuses_the_frozen_model():
+    model = small_decoder()
+    attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
+    optimizer = AdamW(lora_parameters(model), lr=1e-2)  # the mapping: names kept
+    assert optimizer.parameters == list(lora_parameters(model).values())
+    assert "blocks.0.attention.output.lora.A" in optimizer.describe(0)
+    with pytest.raises(ValueError, match=r"give the optimizer lora_parameters\(model\)"):
+        AdamW(model, lr=1e-2)  # everything in parameters() is frozen: nothing would train
+    with pytest.raises(TypeError, match="string names"):
+        SGD({1: model.blocks[0].mlp_input.lora.A}, lr=0.1)

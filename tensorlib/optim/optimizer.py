@@ -7,36 +7,49 @@ all-or-nothing: every gradient and every new value is checked before any paramet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from tensorlib import validation
 from tensorlib.backend import array_module, writable
-from tensorlib.nn.module import Module, Parameter, check_module
+from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
 from tensorlib.tensor import Tensor
 
-ParamsOrModule = Module | Iterable[Parameter]
+ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
 
 def collect_parameters(params_or_module: ParamsOrModule, allow_empty: bool = False
                        ) -> tuple[list[Parameter], list[str]]:
-    """The parameters of a Module (``module.parameters()``) or of an iterable, and their names.
+    """The parameters of a Module (``module.parameters()``), of a mapping of names to
+    Parameters (``lora_parameters(model)``) or of an iterable, and their names.
 
-    Names are the module's dotted names, or ``"parameter i"`` for a plain iterable. Raises
-    TypeError for anything that is not a Parameter, ValueError for an empty list or for a
-    parameter that appears twice.
+    Names are the module's dotted names, the mapping's keys, or ``"parameter i"`` for a
+    plain iterable. Raises TypeError for anything that is not a Parameter, ValueError for an
+    empty list, for a parameter that appears twice, and for a module whose parameters are all
+    frozen while it has attached adapters (which train outside ``parameters()``).
     """
     if isinstance(params_or_module, Module):
         named = list(params_or_module.named_parameters(include_frozen=True))
         parameters = [p for _, p in named]
         names = [name for name, _ in named]
+        if named_extra_parameters(params_or_module) and not any(p.trainable
+                                                                for p in parameters):
+            raise ValueError(
+                f"every parameter of this {type(params_or_module).__name__} is frozen, and "
+                "its LoRA adapters are not among its parameters(): give the optimizer "
+                "lora_parameters(model)")
+    elif isinstance(params_or_module, Mapping):
+        if not all(isinstance(name, str) for name in params_or_module):
+            raise TypeError("a mapping of parameters must have string names as its keys")
+        parameters = list(params_or_module.values())
+        names = list(params_or_module)
     elif isinstance(params_or_module, Tensor):
         raise TypeError(
             "expected a Module or an iterable of Parameters, got a single "
             f"{type(params_or_module).__name__}; wrap it in a list"
         )
-    elif isinstance(params_or_module, (str, bytes, dict)) or not isinstance(
+    elif isinstance(params_or_module, (str, bytes)) or not isinstance(
         params_or_module, Iterable
     ):
         raise TypeError(

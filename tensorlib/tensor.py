@@ -239,12 +239,13 @@ class Tensor:
     def _in_place_operand(self, other: Any, what: str) -> np.ndarray:
         value = other.data if isinstance(other, Tensor) \
             else other if is_backend_array(other) else np.asarray(other)  # keep CuPy arrays
+        if value.shape == self.shape or value.shape == ():
+            return value
         try:
-            np.broadcast_shapes(value.shape, self.shape)
+            fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
         except ValueError:
-            raise ValueError(f"{what}: shape {value.shape} cannot be broadcast to the tensor's "
-                             f"shape {self.shape}") from None
-        if np.broadcast_shapes(value.shape, self.shape) != self.shape:
+            fits = False
+        if not fits:
             raise ValueError(f"{what}: shape {value.shape} cannot be broadcast to the tensor's "
                              f"shape {self.shape}")
         return value

@@ -38,7 +38,7 @@ from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import Linear, resolve_rng
-from tensorlib.nn.module import Module, Parameter, StateDictError, check_module
+from tensorlib.nn.module import Module, Parameter, check_module, load_by_name
 from tensorlib.nn.surgery import LINEAR_LAYERS, LinearStandIn, find_linear_layers, replace_layer
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
@@ -265,31 +265,8 @@ def load_lora_state_dict(model: Module, state: dict[str, Any]) -> None:
     """Copy adapter factors into ``model``'s attached adapters by name, all-or-nothing:
     ``state`` must hold exactly the names of :func:`lora_parameters` with their shapes
     (``StateDictError`` listing every problem, nothing changed, otherwise)."""
-    live = lora_parameters(model)
-    if not isinstance(state, dict):
-        raise TypeError(f"load_lora_state_dict takes a dict of arrays, got "
-                        f"{type(state).__name__}")
-    problems = [f"missing key '{name}'" for name in live if name not in state]
-    problems += [f"unexpected key '{name}'" for name in state if name not in live]
-    staged = []
-    for name, parameter in live.items():
-        if name in state:
-            values = np.asarray(to_numpy(getattr(state[name], "data", state[name])))
-            if values.shape != parameter.shape:
-                problems.append(f"'{name}' has shape {values.shape}, the adapter "
-                                f"{parameter.shape}")
-            elif values.dtype.kind not in "fiu":
-                problems.append(f"'{name}' holds {values.dtype} values, not numbers")
-            elif not parameter.data.flags.writeable:
-                problems.append(f"'{name}' is read-only")
-            else:
-                staged.append((parameter, values))
-    if problems:
-        raise StateDictError(f"cannot load adapters into {type(model).__name__}: "
-                             + "; ".join(problems))
-    with no_grad():
-        for parameter, values in staged:
-            parameter.copy_(values)
+    load_by_name(dict(lora_parameters(model)), state, True,
+                 f"cannot load adapters into {type(model).__name__}")
 
 
 def save_adapters(path: str | os.PathLike, model: Module, optimizer: Any = None,

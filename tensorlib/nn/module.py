@@ -562,49 +562,8 @@ class Module:
         With ``strict=False``, missing and unexpected keys are returned instead of raised
         (mis-shaped values always raise).
         """
-        if not isinstance(state, dict):
-            raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
-        own = dict(self._named_state())
-        missing = [name for name in own if name not in state]
-        unexpected = [name for name in state if name not in own]
-        problems = []
-        staged: list[tuple[Tensor, np.ndarray]] = []
-        for name, target in own.items():
-            if name not in state:
-                continue
-            value = state[name]
-            array = value.data if isinstance(value, Tensor) else np.asarray(value)
-            if array.shape != target.shape:
-                problems.append(
-                    f"'{name}': shape {array.shape} in the state, {target.shape} in the model"
-                )
-                continue
-            if array.dtype.kind not in "fiu":
-                problems.append(f"'{name}': dtype {array.dtype} is not numeric")
-                continue
-            if not isinstance(target, Parameter) and \
-                    (array.dtype.kind == "f") != (target.dtype.kind == "f"):
-                problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
-                                "in the model (a buffer keeps its kind of number)")
-                continue
-            if not writable(target.data):
-                problems.append(f"'{name}': the model's array is read-only")
-                continue
-            staged.append((target, array.astype(target.dtype, copy=True)))
-        if strict:
-            problems = (
-                [f"missing key '{name}'" for name in missing]
-                + [f"unexpected key '{name}'" for name in unexpected]
-                + problems
-            )
-        if problems:
-            raise StateDictError(
-                f"cannot load state into {type(self).__name__}: " + "; ".join(problems)
-            )
-        with no_grad():
-            for target, array in staged:
-                target.copy_(array)
-        return IncompatibleKeys(missing, unexpected)
+        return load_by_name(dict(self._named_state()), state, strict,
+                            f"cannot load state into {type(self).__name__}")
 
     # ------------------------------------------------------------------------ calling
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -653,6 +612,48 @@ def check_module(value: Any, what: str) -> Module:
     if not isinstance(value, Module):
         raise TypeError(f"{what} must be a Module, got {type(value).__name__}")
     return value
+
+
+def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
+                 failure: str) -> IncompatibleKeys:
+    """Copy ``state``'s values into the tensors ``own`` by name, all or nothing: every
+    problem (a missing or unexpected key under ``strict``, a shape, a dtype that is not a
+    number or changes a buffer's kind of number, a read-only array) is collected and raised
+    in one ``StateDictError`` starting with ``failure`` before anything changes. What
+    ``load_state_dict`` and ``tensorlib.nn.lora.load_lora_state_dict`` are made of."""
+    if not isinstance(state, dict):
+        raise TypeError(f"expected a dict of arrays by name, got {type(state).__name__}")
+    missing = [name for name in own if name not in state]
+    unexpected = [name for name in state if name not in own]
+    problems = []
+    staged: list[tuple[Tensor, np.ndarray]] = []
+    for name, target in own.items():
+        if name not in state:
+            continue
+        value = state[name]
+        array = value.data if isinstance(value, Tensor) else np.asarray(value)
+        if array.shape != target.shape:
+            problems.append(f"'{name}': shape {array.shape} in the state, {target.shape} in "
+                            "the model")
+        elif array.dtype.kind not in "fiu":
+            problems.append(f"'{name}': dtype {array.dtype} is not numeric")
+        elif not isinstance(target, Parameter) and \
+                (array.dtype.kind == "f") != (target.dtype.kind == "f"):
+            problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
+                            "in the model (a buffer keeps its kind of number)")
+        elif not writable(target.data):
+            problems.append(f"'{name}': the model's array is read-only")
+        else:
+            staged.append((target, array.astype(target.dtype, copy=True)))
+    if strict:
+        problems = ([f"missing key '{name}'" for name in missing]
+                    + [f"unexpected key '{name}'" for name in unexpected] + problems)
+    if problems:
+        raise StateDictError(f"{failure}: " + "; ".join(problems))
+    with no_grad():
+        for target, array in staged:
+            target.copy_(array)
+    return IncompatibleKeys(missing, unexpected)
 
 
 def named_extra_parameters(module: Module) -> list[tuple[str, Parameter]]:

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab reads settings overrides from the environment it runs in (never the user's home).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test test-torch test-nbgrader test-browser lint bench graphviz chromium clean
+.PHONY: setup lab test test-portable test-torch test-nbgrader test-browser lint bench graphviz chromium clean
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
@@ -55,6 +55,13 @@ PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 test: setup
 	$(BIN)/ruff check .
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks --nbval --nbval-current-env -q
+
+# The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
+# run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
+# and 2 BLAS threads, each run saying which kernel it used (scripts/test_portable.py). It sets
+# OPENBLAS_CORETYPE per run on purpose; `make test` leaves the machine's setting alone.
+test-portable: setup
+	$(BIN)/python scripts/test_portable.py
 
 # The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
 # installs the optional torch extra (the pinned versions kept), then runs every unit test (but

@@ -11,13 +11,16 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
-# The virtual environment is rebuilt only when the pinned requirements change.
+# The virtual environment is rebuilt only when the pinned requirements change. uv (pinned, from
+# PyPI like everything else) installs the pinned wheels in seconds where pip took 40 s; modules
+# are compiled when first imported, not all at install. The optional extras use pip.
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "error: tensorlib needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.9
+	$(UV) -r requirements.txt
+	$(UV) --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tensorlib)" >/dev/null
 	touch $(STAMP)
 

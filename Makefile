@@ -55,9 +55,13 @@ lint: setup
 TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
+# nbval runs the learner's workbook (notebooks/*.ipynb, the copies a learner opens). The teacher's
+# copies (notebooks/solutions/) run the same lessons with the answers in: tests/test_exercises.py
+# proves that their lesson cells store the learner's outputs and that every answer passes its
+# check, and `make test-portable` (CI's second stage) runs both copies under nbval.
 test: setup
 	$(BIN)/ruff check .
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks --nbval --nbval-current-env -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks/*.ipynb --nbval --nbval-current-env -q
 
 # The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1

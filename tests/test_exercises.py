@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
+from nbval.plugin import get_sanitize_patterns
 
 from tensorlib import exercises
 from tensorlib.exercises import Checker
@@ -33,6 +34,7 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
+SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
 # "all 1 case right", "all 4 cases right", "all 12 cases right" (never "all 1 cases")
 ALL_RIGHT = re.compile(r"^[^\n]+: all (1 case|\d*[02-9] cases|\d+1 cases) right\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
@@ -62,6 +64,46 @@ def test_every_learner_notebook_has_a_teachers_copy_with_exercises():
     learner = sorted(path.name for path in workbook.NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))
     assert learner and learner == [path.name for path in SOLUTIONS], \
         "each notebooks/NN_*.ipynb needs notebooks/solutions/NN_*.ipynb (and nothing else there)"
+
+
+# Lesson cells whose output shows the learner's own piece (the stub's fallback in the learner's
+# copy, the answer in the teacher's), so the two copies differ there by design.
+SHOWS_THE_LEARNERS_PIECE = {("14_transformer_block_by_hand", 'draw_module(block, name="block")')}
+
+
+def compared_text(cell):
+    """What nbval compares of a cell's outputs (text, after the project's sanitize rules)."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            parts.append(output["text"])
+        elif output.get("output_type") == "error":
+            parts.append(f"{output['ename']}: {output['evalue']}")
+        else:
+            parts.append(output.get("data", {}).get("text/plain", ""))
+    text = "".join(parts)
+    for regex, replacement in get_sanitize_patterns(SANITIZE_FILE.read_text()):
+        text = re.sub(regex, replacement, text)
+    return text
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
+def test_the_teachers_copy_shows_the_learners_lesson_outputs(path):
+    """make test runs the learner's copies under nbval, and make test-portable both: the
+    teacher's copy runs the same lessons with the answers in, so every lesson cell (not an
+    answer, not a check, not marked NBVAL_IGNORE_OUTPUT) stores what the learner's stores."""
+    solutions = nbformat.read(path, as_version=4)
+    learner = nbformat.read(workbook.learner_notebook(path), as_version=4)
+    pairs = [(ours, theirs) for ours, theirs in zip(learner.cells, solutions.cells, strict=True)
+             if ours.cell_type == "code" and not theirs.metadata.get("nbgrader", {}).get("grade")
+             and not theirs.metadata.get("nbgrader", {}).get("solution")
+             and "NBVAL_IGNORE_OUTPUT" not in ours.source]
+    assert pairs
+    for ours, theirs in pairs:
+        assert ours.source == theirs.source
+        if any((path.stem, line) in SHOWS_THE_LEARNERS_PIECE for line in ours.source.splitlines()):
+            continue
+        assert compared_text(ours) == compared_text(theirs), (path.stem, ours.source[:80])
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)

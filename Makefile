@@ -1,5 +1,5 @@
 # Two commands for a newcomer:   make lab    (set up, then open the workbook in JupyterLab)
-#                                make test   (set up, then run every test and every notebook)
+#                                make test   (set up, then run every test and every learner notebook)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

@@ -1,13 +1,14 @@
 """The workbook's exercises: every check fails on its stub and passes on its solution.
 
 The learner's notebooks are the student versions of ``notebooks/solutions/`` (see
-``scripts/exercises.py``). nbval re-executes both sets in the test command and proves that
-their committed outputs are what they produce; this file proves that those outputs say what
-they must: each check cell reports "all ... cases right" in the solutions and not in the
-learner's notebook, where the stubs stand. It also proves that every function and class the
-learner writes is read by a check (``Checker(yours=...)``), and runs checks against wrong
-answers that once passed them (:func:`run_check` runs one check cell with the few cells it
-needs).
+``scripts/exercises.py``). nbval re-executes the learner's notebooks in the test command (and
+both sets in ``make test-portable``) and proves that their committed outputs are what they
+produce; this file proves that the teacher's lesson cells store the same outputs, and that
+the outputs say what they must: each check cell reports "all ... cases right" in the
+solutions and not in the learner's notebook, where the stubs stand. It also proves that
+every function and class the learner writes is read by a check (``Checker(yours=...)``), and
+runs checks against wrong answers that once passed them (:func:`run_check` runs one check
+cell with the few cells it needs).
 """
 
 import ast

@@ -1,6 +1,11 @@
 """Helpers shared by several test files (pytest puts this folder on ``sys.path``)."""
 
+import functools
+import re
+from pathlib import Path
+
 import numpy as np
+from nbval.plugin import get_sanitize_patterns
 
 import tensorlib as tl
 
@@ -53,3 +58,18 @@ def train_recording(model, optimizer, batches):
         losses.append(loss.item())
         optimizer.step()
     return losses, first_grads
+
+
+SANITIZE_FILE = Path(__file__).resolve().parent / "nbval_sanitize.cfg"
+
+
+@functools.cache
+def _sanitize_patterns():
+    return get_sanitize_patterns(SANITIZE_FILE.read_text())
+
+
+def sanitize(text):
+    """What nbval compares of an output's text: the text after the project's sanitize rules."""
+    for regex, replacement in _sanitize_patterns():
+        text = re.sub(regex, replacement, text)
+    return text

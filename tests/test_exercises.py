@@ -23,10 +23,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
-from nbval.plugin import get_sanitize_patterns
 
 from tensorlib import exercises
 from tensorlib.exercises import Checker
+
+from helpers import sanitize
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("workbook_exercises",
@@ -35,7 +36,6 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
-SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
 # "all 1 case right", "all 4 cases right", "all 12 cases right" (never "all 1 cases")
 ALL_RIGHT = re.compile(r"^[^\n]+: all (1 case|\d*[02-9] cases|\d+1 cases) right\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
@@ -82,10 +82,7 @@ def compared_text(cell):
             parts.append(f"{output['ename']}: {output['evalue']}")
         else:
             parts.append(output.get("data", {}).get("text/plain", ""))
-    text = "".join(parts)
-    for regex, replacement in get_sanitize_patterns(SANITIZE_FILE.read_text()):
-        text = re.sub(regex, replacement, text)
-    return text
+    return sanitize("".join(parts))
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)

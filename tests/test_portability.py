@@ -2,14 +2,13 @@
 on every machine (docs/portability.md). The runs themselves are `make test-portable`."""
 
 import importlib.util
-import re
 from pathlib import Path
 
 import pytest
-from nbval.plugin import get_sanitize_patterns
+
+from helpers import sanitize
 
 ROOT = Path(__file__).resolve().parent.parent
-SANITIZE_FILE = ROOT / "tests" / "nbval_sanitize.cfg"
 
 
 def load_script():
@@ -18,13 +17,6 @@ def load_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def sanitize(text: str) -> str:
-    """What nbval compares: the text after every rule of the project's sanitize file."""
-    for regex, replacement in get_sanitize_patterns(SANITIZE_FILE.read_text()):
-        text = re.sub(regex, replacement, text)
-    return text
 
 
 @pytest.mark.parametrize("fast, slow", [

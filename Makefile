@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab reads settings overrides from the environment it runs in (never the user's home).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test test-portable test-torch test-nbgrader test-browser lint bench graphviz chromium clean
+.PHONY: setup lab test test-portable test-checks test-torch test-nbgrader test-browser lint bench graphviz chromium clean
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
@@ -61,7 +61,7 @@ PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 # check, and `make test-portable` (CI's second stage) runs both copies under nbval.
 test: setup
 	$(BIN)/ruff check .
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests notebooks/*.ipynb --nbval --nbval-current-env -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun" tests notebooks/*.ipynb --nbval --nbval-current-env -q
 
 # The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
@@ -70,12 +70,20 @@ test: setup
 test-portable: setup
 	$(BIN)/python scripts/test_portable.py
 
+# Every check of the workbook, core pieces and exercises, run on the learner's stub, then
+# again, after a fix whose cell failed, and after the stub's cell ran again: none may report
+# success (the safety net's piece is never taken for the learner's); the teacher's answer
+# passes twice; and wrong answers made from it by one-line slips get reports of at most 25
+# lines (tests/test_exercises.py, marked rerun). About 8 minutes on 2 cores.
+test-checks: setup
+	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/test_exercises.py -q
+
 # The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
 # installs the optional torch extra (the pinned versions kept), then runs every unit test (but
 # the browser test, which reads only the stored notebooks) and the notebooks that import torch.
 test-torch: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests --ignore tests/test_browser.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun" tests --ignore tests/test_browser.py -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 
 # The teacher's copies through nbgrader itself (the optional nbgrader extra, installed with the

@@ -15,8 +15,9 @@ state, or the parameters only with ``--weights-only``), ``config.json`` and ``lo
 into the output folder, and prints sampled names. ``sample-names`` loads such a run and
 prints new names. ``ladder`` trains notebook 15's ladder of seven surname models under one
 budget (``tensorlib.ladder``), prints their table and writes it as ``ladder.json``.
-``progress`` prints, notebook by notebook, which core pieces and exercises
-are done, as their check cells last recorded (``tensorlib.exercises``). Bad options and
+``progress`` prints, notebook by notebook and in the order of their cells, which core
+pieces and exercises are done, as their check cells last recorded (``tensorlib.exercises``),
+and the whole workbook's count. Bad options and
 unreadable files print one ``error:`` line and exit with status 2.
 """
 
@@ -581,26 +582,41 @@ def progress_command(args: argparse.Namespace) -> int:
     if not notebooks:
         raise CommandError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
     print(f"progress in {folder}/ (as each check cell last reported):")
+    every_row: list[tuple[str, str, str]] = []
     for notebook in notebooks:
-        path = folder / exercises.PROGRESS_FOLDER / f"{notebook}.json"
-        if not path.exists():
-            print(f"{notebook}: no check run yet")
-            continue
         try:
-            checks = exercises.read_progress(path)
-            rows = [(name, entry["kind"], entry["status"]) for name, entry in checks.items()]
+            expected = exercises.checks_in(folder / f"{notebook}.ipynb")
+        except (OSError, ValueError):
+            expected = []
+        if not expected:
+            continue  # a notebook without checks
+        path = folder / exercises.PROGRESS_FOLDER / f"{notebook}.json"
+        try:
+            recorded = exercises.read_progress(path) if path.exists() else {}
+            statuses = {name: entry["status"] for name, entry in recorded.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             print(f"{notebook}: its progress file is unreadable (run its check cells again)")
-            continue
-        counts = []
-        for kind, label in (("piece", "core pieces"), ("exercise", "exercises")):
-            of_kind = [status for _, k, status in rows if k == kind]
-            if of_kind:
-                counts.append(f"{label} {of_kind.count('done')} of {len(of_kind)} done")
-        print(f"{notebook}: {', '.join(counts) or 'no checks'}")
+            statuses = {}
+        rows = [(name, kind, statuses.get(name, "not run yet")) for name, kind in expected]
+        every_row += rows
+        print(f"{notebook}: {_said(_done_counts(rows))}")
         for name, kind, status in rows:
             print(f"    {status:13s} {kind:9s} {name}")
+    print(f"the workbook: {_said(_done_counts(every_row))}")
     return 0
+
+
+def _done_counts(rows: list[tuple[str, str, str]]) -> dict[str, list[int]]:
+    """For (name, kind, status) rows: kind -> [checks done, checks]."""
+    return {kind: [sum(status == "done" for _, k, status in rows if k == kind),
+                   sum(k == kind for _, k, _ in rows)] for kind in ("piece", "exercise")}
+
+
+def _said(counts: dict[str, list[int]]) -> str:
+    """"core pieces 1 of 2 done, exercises 0 of 4 done" (a kind with no check left out)."""
+    return ", ".join(f"{label} {counts[kind][0]} of {counts[kind][1]} done"
+                     for kind, label in (("piece", "core pieces"), ("exercise", "exercises"))
+                     if counts[kind][1])
 
 
 # =============================================================================== entry point

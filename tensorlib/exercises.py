@@ -30,35 +30,57 @@ never defines, and an ``UnboundLocalError`` as a name read before it is set. The
 variables are best kept from the notebook's globals too (inside a function, or ``_``-prefixed),
 so that such a name fails with ``NameError`` in every case rather than passing.
 
+A report is read at a glance (at most :data:`REPORT_LINES` lines for any wrong answer): the
+likely mistake and the hint of the first wrong case come first, then that case in full, its
+arrays summarised (where they first differ, a few entries, the largest difference, and a
+plain relation when one holds: the opposite sign, a constant factor, a transpose, a nan), then
+every other case in one line. ``equal`` and ``close`` take ``mistakes=``, what the classic
+mistakes give (``{"the scores are not divided by sqrt(D)": value}``): the report names the
+one the learner's result matches.
+
 The core pieces a notebook has the learner write (``Value``, the training loop, attention...)
 are checked the same way, with ``Checker(name, piece=True)``; :meth:`Checker.use` then hands
 the cells below the learner's piece when its check passed and the package's otherwise, so a
-notebook runs top to bottom whatever is done. After :func:`record_progress`, every report is
+notebook runs top to bottom whatever is done. What it hands out under the learner's name is
+remembered: a check whose ``yours`` is the package's piece (the check run again, or after a
+fix whose cell failed) says "not done yet" and records nothing, so no verdict on the
+package's code is taken for the learner's. After :func:`record_progress`, every report is
 also written to ``.progress/<notebook>.json`` beside the notebook, and
-``python -m tensorlib progress`` prints what is done, notebook by notebook.
+``python -m tensorlib progress`` lists every check of the workbook, notebook by notebook in
+the order of their cells (:func:`checks_in`), with what each last reported and the total.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dis
 import json
 import os
+import traceback
 import types
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
 
-__all__ = ["Checker", "record_progress", "read_progress", "PROGRESS_FOLDER"]
+__all__ = ["Checker", "record_progress", "read_progress", "checks_in", "PROGRESS_FOLDER"]
 
 PROGRESS_FOLDER = ".progress"  # beside the notebooks; hidden in JupyterLab's file browser
 Piece = TypeVar("Piece")
+
+
+REPORT_LINES = 25  # the most lines a report of one wrong answer prints
+_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))
+# What Checker.use handed out in place of a learner's piece: (object, the learner's name for
+# it, whose it is). A check whose ``yours`` is one of them checks nothing of the learner's.
+_HANDED_OUT: list[tuple[Any, str, str]] = []
 
 
 def _array(value: Any) -> np.ndarray:
@@ -67,7 +89,18 @@ def _array(value: Any) -> np.ndarray:
 
 
 class _Mismatch(Exception):
-    """A checked value differs from the expected one (stops the case)."""
+    """A checked value differs from the expected one (stops the case); ``likely`` names the
+    mistake that gives what was received, when it is known."""
+
+    def __init__(self, message: str, likely: str | None = None) -> None:
+        super().__init__(message)
+        self.likely = likely
+
+
+def _clipped(text: str, width: int = 160) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _shown(value: Any) -> str:
@@ -75,9 +108,131 @@ def _shown(value: Any) -> str:
     if isinstance(value, (np.ndarray, Tensor)):
         array = _array(value)
         with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=2):
-            return f"array of shape {array.shape}: {np.array2string(array, separator=', ')}"
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+            text = np.array2string(array, separator=", ")
+        return f"array of shape {array.shape}: {_clipped(text, 100)}"
+    return _clipped(repr(value), 120)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _difference(what: str, received: Any, expected: Any, rtol: float, atol: float) -> str:
+    """What differs between two arrays, in at most three lines: the shapes when they differ;
+    else how many entries differ, the first and the largest difference with their indices,
+    and what a plain relation between the two says (a sign, a factor, a transpose)."""
+    received, expected = _array(received), _array(expected)
+    if received.shape != expected.shape:
+        line = f"{what}: expected shape {expected.shape}, received shape {received.shape}"
+        if received.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
+            line += " (the last two axes swapped)"
+        return line
+    originals = expected, received
+    if received.dtype.kind not in "biuf" or expected.dtype.kind not in "biuf":
+        wrong = received != expected
+    else:
+        received, expected = received.astype(np.float64), expected.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            wrong = ~np.isclose(received, expected, rtol=rtol, atol=atol)
+    if received.ndim == 0:
+        return f"{what}: expected {_number(expected[()])}, received {_number(received[()])}"
+    first = tuple(int(i) for i in np.argwhere(wrong)[0])
+    lines = [f"{what} (shape {expected.shape}): {int(wrong.sum())} of {wrong.size} entries "
+             f"differ; the first at {list(first)}: expected {_number(expected[first])}, "
+             f"received {_number(received[first])}"]
+    if expected.size > 1:  # a few entries along the last axis, where the first difference is
+        row, start = first[:-1], max(0, min(first[-1] - 2, expected.shape[-1] - 6))
+        with np.printoptions(precision=4, suppress=True):
+            shown = [np.array2string(array[row][start:start + 6], separator=", ")
+                     for array in originals]
+        lines.append(f"entries {_entries(row, start, expected.shape[-1])}: expected "
+                     f"{shown[0]}, received {shown[1]}")
+    if received.dtype.kind == "f":
+        gap = np.where(wrong, np.abs(received - expected), 0.0)
+        nans = np.isnan(received) & ~np.isnan(expected)
+        if nans.any():
+            where = tuple(int(i) for i in np.argwhere(nans)[0])
+            count = int(nans.sum())
+            lines.append(f"nan received at {list(where)} ({count} "
+                         f"{'entry' if count == 1 else 'entries'}): a row of -inf before a "
+                         "softmax, or 0/0?")
+        elif np.isfinite(gap).all():
+            largest = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
+            lines.append(f"largest difference {gap[largest]:.3g} at {list(largest)}")
+        relation = _relation(received, expected, rtol, atol)
+        if relation:
+            lines.append(relation)
+    return "\n".join(lines)
+
+
+def _entries(row: tuple[int, ...], start: int, length: int) -> str:
+    """"[2, 0:6]": the index of a run of at most six entries along the last axis."""
+    return "[" + ", ".join([*map(str, row), f"{start}:{min(start + 6, length)}"]) + "]"
+
+
+def _relation(received: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
+    """A plain relation that holds between two float arrays of one shape, or ""."""
+    def near(a: np.ndarray, b: np.ndarray) -> bool:
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=max(rtol, 1e-6), atol=atol))
+
+    if not np.isfinite(received).all():
+        return ""
+    if near(received, -expected):
+        return "every entry has the opposite sign: a sign (or a subtraction) the wrong way?"
+    if received.ndim >= 2 and near(received, np.swapaxes(expected, -1, -2)):
+        return "it is the expected result with its last two axes swapped: a transpose?"
+    nonzero = np.abs(expected) > 1e-12
+    if nonzero.any() and not (np.abs(received[~nonzero]) > 1e-12).any():
+        ratios = received[nonzero] / expected[nonzero]
+        if np.ptp(ratios) <= 1e-6 * max(1.0, abs(ratios[0])) and abs(ratios[0] - 1) > 1e-6:
+            return f"every entry is {ratios[0]:.6g} times the expected one: a factor missing?"
+    return ""
+
+
+def _named_mistake(received: Any, mistakes: Mapping[str, Any] | None, rtol: float,
+                   atol: float) -> str | None:
+    """The first of ``mistakes`` (what the learner did -> the value it gives, or a function
+    computing it) whose value ``received`` is, or None."""
+    for description, value in (mistakes or {}).items():
+        value = value() if callable(value) else value
+        try:
+            got, wrong = _array(received), _array(value)
+            if got.shape == wrong.shape and (
+                    bool(np.array_equal(got, wrong)) if got.dtype.kind not in "fc"
+                    else bool(np.allclose(got, wrong, rtol=max(rtol, 1e-6), atol=atol,
+                                          equal_nan=True))):
+                return description
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _where(error: BaseException) -> str:
+    """" (in f, line 4)": where in the learner's code an exception was raised: the last
+    frame outside tensorlib and the libraries, and not a check's own ``_helper`` (a cell's
+    line numbers count from its first line); "" when it was raised elsewhere."""
+    frame = None
+    for candidate, line in traceback.walk_tb(error.__traceback__):
+        filename, function = candidate.f_code.co_filename, candidate.f_code.co_name
+        helper = function.startswith("_") and not function.endswith("__")
+        if not (filename.startswith(_PACKAGE_FOLDER) or "site-packages" in filename
+                or filename.startswith("<frozen") or helper):
+            frame = (function, line)
+    if frame is None or frame[0] == "<module>":
+        return ""
+    return f" (in {frame[0]}, line {frame[1]})"
+
+
+def _package_name(piece: Any) -> tuple[str, str] | None:
+    """(the learner's name, whose it is) when ``piece`` is not the learner's: handed out by
+    :meth:`Checker.use`, or tensorlib's own; else None."""
+    for handed, name, whose in _HANDED_OUT:
+        if piece is handed:
+            return name, whose
+    module = getattr(piece, "__module__", None)
+    if isinstance(module, str) and (module == "tensorlib" or module.startswith("tensorlib.")):
+        return getattr(piece, "__name__", "it"), "tensorlib's"
+    return None
 
 
 def _cases(count: int) -> str:
@@ -86,8 +241,11 @@ def _cases(count: int) -> str:
 
 
 def _functions_of(piece: Any) -> Iterator[tuple[str, types.FunctionType]]:
-    """(qualified name, function) for a function, or for each function a class defines itself
-    (methods, static and class methods, properties); inherited ones are not the learner's."""
+    """(qualified name, function) for a function or a method, or for each function a class
+    defines itself (methods, static and class methods, properties); inherited ones are not the
+    learner's."""
+    if isinstance(piece, types.MethodType):
+        piece = piece.__func__
     if isinstance(piece, types.FunctionType):
         yield piece.__qualname__, piece
         return
@@ -152,6 +310,16 @@ def _borrowed_names(pieces: Iterable[Any], reads: Iterable[str]) -> list[str]:
     return lines
 
 
+class _Result(NamedTuple):
+    """One case's outcome: "right", "wrong" or "not done"; for a wrong case, what differed
+    (``detail``, its first line a summary), the check's hint and the likely mistake."""
+    description: str
+    outcome: str
+    detail: str | None = None
+    hint: str | None = None
+    likely: str | None = None
+
+
 class Checker:
     """Collects the cases of one exercise, or of one core piece (``piece=True``), and reports
     them (see the module docstring)."""
@@ -165,61 +333,80 @@ class Checker:
             raise ValueError(f"a check needs a name, got {exercise!r}")
         self.exercise = exercise
         self.piece = bool(piece)
-        self.results: list[tuple[str, str, str | None]] = []  # (case, outcome, detail)
+        self.results: list[_Result] = []
         pieces = yours if isinstance(yours, (tuple, list)) else (yours,)
+        # A name that holds the package's piece (handed out by use() after a failed check, or
+        # imported) is not the learner's work: the report says so, whatever the cases find.
+        self.holds_package = next((_package_name(piece) for piece in pieces
+                                   if _package_name(piece)), None)
+        if self.holds_package:
+            return
         borrowed = _borrowed_names(pieces, (reads,) if isinstance(reads, str) else reads)
         if borrowed:
             names = " and ".join(getattr(piece, "__name__", "?") for piece in pieces)
-            self.results.append((f"the names {names} reads", "wrong", "\n    ".join(borrowed)))
+            self.results.append(_Result(f"the names {names} reads", "wrong",
+                                        "\n".join(borrowed)))
 
     @contextmanager
     def case(self, description: str, hint: str | None = None) -> Iterator[None]:
-        """Run one case; whatever stops the block early is recorded, never raised."""
-        try:
-            yield
-        except NotImplementedError:
-            self.results.append((description, "not done", None))
-        except _Mismatch as mismatch:
-            detail = str(mismatch) + (f"\n    hint: {hint}" if hint else "")
-            self.results.append((description, "wrong", detail))
-        except UnboundLocalError as error:
-            detail = f"your code reads a name before it sets it ({error})"
-            self.results.append((description, "wrong", detail + (f"\n    hint: {hint}"
-                                                                   if hint else "")))
-        except NameError as error:
-            detail = (f"your code reads `{error.name}`, which it never defines" if error.name
-                      else f"your code raised NameError: {error}")
-            self.results.append((description, "wrong", detail + (f"\n    hint: {hint}"
-                                                                   if hint else "")))
-        except Exception as error:  # the learner's code failed: say how, and go on
-            detail = f"your code raised {type(error).__name__}: {error}"
-            self.results.append((description, "wrong", detail + (f"\n    hint: {hint}"
-                                                                   if hint else "")))
-        else:
-            self.results.append((description, "right", None))
+        """Run one case; whatever stops the block early is recorded, never raised. numpy's
+        warnings inside the block are kept for the report of a wrong case."""
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                yield
+            except NotImplementedError:
+                self.results.append(_Result(description, "not done"))
+                return
+            except _Mismatch as mismatch:
+                detail, likely = str(mismatch), mismatch.likely
+            except UnboundLocalError as error:
+                detail = (f"your code reads a name before it sets it ({error})"
+                          f"{_where(error)}")
+                likely = None
+            except NameError as error:
+                detail = (f"your code reads `{error.name}`, which it never defines"
+                          if error.name else f"your code raised NameError: {error}")
+                detail, likely = detail + _where(error), None
+            except Exception as error:  # the learner's code failed: say how, and go on
+                detail = f"your code raised {type(error).__name__}: {_clipped(str(error))}"
+                detail, likely = detail + _where(error), None
+            else:
+                self.results.append(_Result(description, "right"))
+                return
+        if warned:
+            first = warned[0]
+            more = f" (and {len(warned) - 1} more warnings)" if len(warned) > 1 else ""
+            detail += f"\nwarned: {first.category.__name__}: {_clipped(str(first.message))}{more}"
+        self.results.append(_Result(description, "wrong", detail, hint, likely))
 
-    def equal(self, received: Any, expected: Any, what: str = "the result") -> None:
-        """Stop the case unless ``received == expected`` (arrays: same shape and values)."""
+    def equal(self, received: Any, expected: Any, what: str = "the result",
+              mistakes: Mapping[str, Any] | None = None) -> None:
+        """Stop the case unless ``received == expected`` (arrays: same shape and values).
+        ``mistakes``: what a classic mistake gives, ``{"what the learner did": value}``
+        (a value or a function that computes it); the report names the one received."""
         if isinstance(expected, np.ndarray) or isinstance(received, np.ndarray):
             same = np.shape(received) == np.shape(expected) and \
                 bool(np.array_equal(np.asarray(received), np.asarray(expected)))
-        else:
-            same = received == expected
-        if not same:
-            raise _Mismatch(f"{what}: expected {_shown(expected)}, received {_shown(received)}")
+            if not same:
+                raise _Mismatch(_difference(what, received, expected, 0.0, 0.0),
+                                _named_mistake(received, mistakes, 0.0, 0.0))
+        elif not received == expected:
+            raise _Mismatch(f"{what}: expected {_shown(expected)}, received {_shown(received)}",
+                            _named_mistake(received, mistakes, 0.0, 0.0))
 
     def close(self, received: Any, expected: Any, what: str = "the result",
-              rtol: float = 1e-6, atol: float = 1e-8) -> None:
-        """Stop the case unless ``received`` has ``expected``'s shape and is within tolerance."""
+              rtol: float = 1e-6, atol: float = 1e-8,
+              mistakes: Mapping[str, Any] | None = None) -> None:
+        """Stop the case unless ``received`` has ``expected``'s shape and is within tolerance.
+        ``mistakes`` as for :meth:`equal`."""
         received_array = _array(received).astype(np.float64)
         expected_array = _array(expected).astype(np.float64)
-        if received_array.shape != expected_array.shape:
-            raise _Mismatch(f"{what}: expected shape {expected_array.shape}, received shape "
-                            f"{received_array.shape}")
-        if not np.allclose(received_array, expected_array, rtol=rtol, atol=atol):
-            worst = float(np.max(np.abs(received_array - expected_array)))
-            raise _Mismatch(f"{what}: expected {_shown(expected_array)}, received "
-                            f"{_shown(received_array)} (largest difference {worst:.3g})")
+        if received_array.shape == expected_array.shape and np.allclose(
+                received_array, expected_array, rtol=rtol, atol=atol):
+            return
+        raise _Mismatch(_difference(what, received_array, expected_array, rtol, atol),
+                        _named_mistake(received_array, mistakes, rtol, atol))
 
     def true(self, condition: Any, message: str) -> None:
         """Stop the case, saying ``message``, unless ``condition`` holds."""
@@ -228,40 +415,78 @@ class Checker:
 
     @property
     def passed(self) -> bool:
-        """True when there is at least one case and every case is right."""
-        return bool(self.results) and all(outcome == "right" for _, outcome, _ in self.results)
+        """True when the learner's own code was checked, there is at least one case, and
+        every case is right."""
+        return (not self.holds_package and bool(self.results)
+                and all(result.outcome == "right" for result in self.results))
 
     @property
     def status(self) -> str:
-        """"done" (every case right), "not started" (every case hit a stub) or "started"."""
+        """"done" (every case right), "not started" (every case hit a stub, or the name holds
+        the package's piece) or "started"."""
         if self.passed:
             return "done"
-        if all(outcome == "not done" for _, outcome, _ in self.results):
+        if self.holds_package or all(result.outcome == "not done" for result in self.results):
             return "not started"
         return "started"
 
     def report(self) -> bool:
-        """Print what is right and what is not, record it (see :func:`record_progress`), and
-        return :attr:`passed`."""
-        right = sum(outcome == "right" for _, outcome, _ in self.results)
-        if self.status == "done":
-            print(f"{self.exercise}: all {_cases(right)} right.")
-        elif self.status == "not started":
-            print(f"{self.exercise}: not done yet.\n    Write your code in place of "
-                  "`raise NotImplementedError()`, run that cell, then this one.")
-        else:
-            print(f"{self.exercise}: {right} of {_cases(len(self.results))} right.")
-            for description, outcome, detail in self.results:
-                mark = {"right": "right", "wrong": "WRONG", "not done": "not done yet"}[outcome]
-                print(f"  {mark}: {description}" + (f"\n    {detail}" if detail else ""))
+        """Print what is right and what is not, at a glance: the likely mistake and the hint
+        of the first wrong case, that case in full, every other one a line (at most
+        :data:`REPORT_LINES` lines). Record it (see :func:`record_progress`) and return
+        :attr:`passed`."""
+        print("\n".join(self.report_lines()))
         _record(self)
         return self.passed
+
+    def report_lines(self) -> list[str]:
+        """The lines :meth:`report` prints."""
+        results = self.results
+        if self.holds_package:
+            name, whose = self.holds_package
+            return [f"{self.exercise}: not done yet.",
+                    f"    {name} is not yours: it holds {whose}, which the safety net handed "
+                    "out when this check last ran.",
+                    f"    Run the cell where you write {name} (it must run without an error), "
+                    "then this one."]
+        right = sum(result.outcome == "right" for result in results)
+        if self.status == "done":
+            return [f"{self.exercise}: all {_cases(right)} right."]
+        if self.status == "not started":
+            return [f"{self.exercise}: not done yet.",
+                    "    Write your code in place of `raise NotImplementedError()`, run that "
+                    "cell, then this one."]
+        lines = [f"{self.exercise}: {right} of {_cases(len(results))} right."]
+        wrong = [result for result in results if result.outcome == "wrong"]
+        first = wrong[0] if wrong else None
+        if first is not None:
+            if first.likely:
+                lines.append(f"  likely mistake: {first.likely}")
+            if first.hint:
+                lines.append(f"  hint: {first.hint}")
+            lines.append(f"  WRONG: {first.description}")
+            lines += ["    " + line for line in first.detail.splitlines()]
+        others = [result for result in results if result.outcome != "right"
+                  and result is not first]
+        room = REPORT_LINES - len(lines) - 1
+        for index, result in enumerate(others):
+            if index == room and len(others) > room + 1:
+                lines.append(f"  ... and {len(others) - index} more cases not right")
+                break
+            if result.outcome == "not done":
+                lines.append(f"  not done yet: {result.description}")
+            else:
+                summary = _clipped(result.detail.splitlines()[0].split("; ")[0], 120)
+                lines.append(f"  WRONG: {result.description}: {summary}")
+        return lines
 
     def use(self, yours: Piece, package: Piece, name: str, given: bool = True,
             package_name: str = "tensorlib's") -> Piece:
         """``yours`` if this check passed (and ``given``: the checks of the pieces it is built
         on passed too), else ``package``, saying which in one line: the safety net that lets
-        the cells below run whatever is done. ``package_name`` says whose ``package`` is."""
+        the cells below run whatever is done. ``package_name`` says whose ``package`` is.
+        What it hands out in place of yours is remembered, so that a check run again on it
+        reports "not done yet" rather than checking the package's code."""
         if self.passed and given:
             print(f"From here on the notebook uses your {name}.")
             return yours
@@ -271,6 +496,9 @@ class Checker:
         else:
             state = "not done yet" if self.status == "not started" else "not right yet"
             print(f"Your {name}: {state}, so from here on the notebook uses {package_name}.")
+        for handed in package if isinstance(package, tuple) else (package,):
+            if not any(handed is earlier for earlier, _, _ in _HANDED_OUT):
+                _HANDED_OUT.append((handed, name, package_name))
         return package
 
 
@@ -296,6 +524,31 @@ def read_progress(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     return checks
 
 
+def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """The checks of a workbook notebook, in the order of its cells: (name, "piece" or
+    "exercise") for each ``Checker("name", ...)`` of a graded cell (nbgrader's ``grade``), read
+    from the cell's code without running it."""
+    with open(notebook, encoding="utf-8") as handle:
+        cells = json.load(handle).get("cells", [])
+    found = []
+    for cell in cells:
+        if cell.get("cell_type") != "code" or \
+                not cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            continue
+        source = cell.get("source", "")
+        try:
+            tree = ast.parse("".join(source) if isinstance(source, list) else source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Checker"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                piece = any(keyword.arg == "piece" and isinstance(keyword.value, ast.Constant)
+                            and keyword.value.value is True for keyword in node.keywords)
+                found.append((node.args[0].value, "piece" if piece else "exercise"))
+    return found
+
+
 def _record(checker: Checker) -> None:
     path = _recording.get("file")
     if path is None:
@@ -304,6 +557,8 @@ def _record(checker: Checker) -> None:
         checks = read_progress(path) if path.exists() else {}
     except (OSError, ValueError):  # a damaged file is started afresh
         checks = {}
+    if checker.holds_package and checker.exercise in checks:
+        return  # a check of the package's piece says nothing of the learner's last verdict
     checks[checker.exercise] = {"kind": "piece" if checker.piece else "exercise",
                                 "status": checker.status}
     try:

@@ -16,7 +16,10 @@ import builtins
 import contextlib
 import importlib.util
 import io
+import json
+import os
 import re
+import signal
 import textwrap
 from pathlib import Path
 
@@ -36,6 +39,7 @@ workbook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(workbook)
 
 SOLUTIONS = sorted(workbook.SOLUTIONS.glob("[0-9][0-9]*_*.ipynb"))
+NOTEBOOKS = workbook.NOTEBOOKS
 # "all 1 case right", "all 4 cases right", "all 12 cases right" (never "all 1 cases")
 ALL_RIGHT = re.compile(r"^[^\n]+: all (1 case|\d*[02-9] cases|\d+1 cases) right\.$", re.MULTILINE)
 NOT_DONE = re.compile(r"^[^\n]+: not done yet\.\n    Write your code in place of ", re.MULTILINE)
@@ -166,12 +170,15 @@ def test_a_checker_reports_right_wrong_raised_and_not_done(capsys):
         raise NotImplementedError()
     assert not checker.report() and not checker.passed
     report = capsys.readouterr().out
-    assert report.startswith("Exercise 9 (demo): 1 of 4 cases right.")
-    assert ("WRONG: a wrong sum\n    the sum: expected 5, received 6\n"
-            "    hint: add, do not multiply") in report
-    assert ("WRONG: code that fails\n"
-            "    your code raised IndexError: list index out of range") in report
-    assert "not done yet: an unsolved stub" in report
+    lines = report.splitlines()
+    assert lines[:4] + lines[5:] == [
+        "Exercise 9 (demo): 1 of 4 cases right.",
+        "  hint: add, do not multiply",  # the first wrong case's hint, then that case in full
+        "  WRONG: a wrong sum",
+        "    the sum: expected 5, received 6",
+        "  not done yet: an unsolved stub"]
+    assert lines[4].startswith("  WRONG: code that fails: your code raised IndexError: list "
+                               "index out of range (in test_a_checker_reports_right_wrong")
 
 
 def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
@@ -203,8 +210,8 @@ def test_a_checker_says_all_right_or_not_done_in_one_line(capsys):
         wrong.close(np.ones(2), np.zeros(2), "the output")
     wrong.report()
     report = capsys.readouterr().out
-    assert "the output: expected shape (3,), received shape (2,)" in report
-    assert "(largest difference 1)" in report
+    assert "    the output: expected shape (3,), received shape (2,)\n" in report
+    assert "  WRONG: values: the output (shape (2,)): 2 of 2 entries differ\n" in report
 
 
 def notebook_namespace(*cells):
@@ -218,8 +225,9 @@ def notebook_namespace(*cells):
 
 def borrowed(checker):
     """The detail of the checker's first result when it is the names case, else None."""
-    description, outcome, detail = checker.results[0] if checker.results else ("", "", None)
-    return detail if description.startswith("the names ") and outcome == "wrong" else None
+    first = checker.results[0] if checker.results else exercises._Result("", "")
+    return first.detail if first.description.startswith("the names ") and \
+        first.outcome == "wrong" else None
 
 
 def test_yours_fails_a_function_that_reads_data_it_never_sets(capsys):
@@ -318,8 +326,8 @@ def test_a_name_the_code_never_defines_is_reported_as_such(capsys):
         cells["smoothed"](-1)
     checker.report()
     report = capsys.readouterr().out
-    assert ("  WRONG: rank from A\n    your code reads `rank`, which it never defines\n"
-            "    hint: rank is A.shape[0]") in report
+    assert ("  hint: rank is A.shape[0]\n  WRONG: rank from A\n    your code reads `rank`, "
+            "which it never defines (in lora, line 3)\n") in report
     assert "your code reads a name before it sets it (cannot access local variable 'q'" in report
 
 
@@ -357,6 +365,101 @@ def test_use_hands_on_the_learners_piece_only_when_its_check_passed(capsys):
         Checker("  ")
 
 
+def test_a_check_of_what_the_safety_net_handed_out_is_not_done(tmp_path, monkeypatch,
+                                                               capsys):
+    """After a failed check, use() hands the package's piece out under the learner's name:
+    checking that name again says "not done yet" and keeps the recorded verdict."""
+    import numpy as np
+
+    from tensorlib import exercises
+
+    monkeypatch.setattr(exercises, "_HANDED_OUT", [])
+    monkeypatch.setattr(exercises, "_recording", {})
+    exercises.record_progress("04_tensor_autograd", tmp_path)
+    cells = notebook_namespace("""
+        def unbroadcast_by_hand(grad, shape):
+            return grad                                  # wrong: never sums
+        """)
+    reference = lambda grad, shape: grad.sum(axis=0)  # noqa: E731 (a check cell's fallback)
+    for _ in range(3):  # the learner's wrong piece, then the check run twice more
+        checker = Checker("unbroadcast", piece=True, yours=cells["unbroadcast_by_hand"])
+        with checker.case("(2, 3) to (3,)"):
+            checker.close(cells["unbroadcast_by_hand"](np.ones((2, 3)), (3,)), np.full(3, 2.0))
+        assert not checker.report()
+        cells["unbroadcast_by_hand"] = checker.use(cells["unbroadcast_by_hand"], reference,
+                                                   "unbroadcast_by_hand")
+    out = capsys.readouterr().out
+    assert out.count("unbroadcast: not done yet.\n    unbroadcast_by_hand is not yours: it "
+                     "holds tensorlib's, which the safety net handed out when this check last "
+                     "ran.\n") == 2
+    assert "all 1 case right" not in out and "uses your" not in out
+    assert exercises.read_progress(tmp_path / ".progress" / "04_tensor_autograd.json") == {
+        "unbroadcast": {"kind": "piece", "status": "started"}}  # the verdict on the learner's
+    from tensorlib.nn import Linear
+    imported = Checker("Linear", piece=True, yours=Linear)  # the package's own, imported
+    assert imported.holds_package == ("Linear", "tensorlib's") and imported.status == \
+        "not started"
+    vocabulary = type("Vocabulary", (), {"encode": lambda self, text: list(text)})()
+    assert Checker("encode", yours=vocabulary.encode).results == []  # a method is code too
+
+
+def test_a_report_names_the_likely_mistake_and_summarises_arrays(capsys):
+    import numpy as np
+
+    expected = np.arange(1.0, 21.0).reshape(4, 5)
+    checker = Checker("a factor")
+    with checker.case("scores", hint="divide by sqrt(D)"):
+        checker.close(expected * 2, expected, "the scores",
+                      mistakes={"the scores are not divided by sqrt(D)": lambda: expected * 2})
+    checker.report()
+    assert capsys.readouterr().out.splitlines() == [
+        "a factor: 0 of 1 case right.",
+        "  likely mistake: the scores are not divided by sqrt(D)",
+        "  hint: divide by sqrt(D)",
+        "  WRONG: scores",
+        "    the scores (shape (4, 5)): 20 of 20 entries differ; the first at [0, 0]: expected "
+        "1, received 2",
+        "    entries [0, 0:5]: expected [1., 2., 3., 4., 5.], received [ 2.,  4.,  6.,  8., 10.]",
+        "    largest difference 20 at [3, 4]",
+        "    every entry is 2 times the expected one: a factor missing?"]
+    for received, says in [(-expected, "every entry has the opposite sign"),
+                           (expected.reshape(5, 4), "expected shape (4, 5), received shape "
+                                                   "(5, 4) (the last two axes swapped)")]:
+        checker = Checker("relation")
+        with checker.case("x"):
+            checker.close(received, expected, "the output")
+        checker.report()
+        assert says in capsys.readouterr().out
+    square = expected[:, :4]
+    checker = Checker("relation")
+    with checker.case("x"):
+        checker.close(square.T, square, "the output")
+    with checker.case("a nan", hint="no 0/0"):
+        checker.close(np.log(np.array([-1.0, 1.0])), np.zeros(2), "the log")
+    checker.report()
+    out = capsys.readouterr().out
+    assert "it is the expected result with its last two axes swapped: a transpose?" in out
+    assert "  WRONG: a nan: the log (shape (2,)): 1 of 2 entries differ\n" in out
+    checker.results.reverse()  # the nan case first: in full, with numpy's warning
+    assert ("nan received at [0] (1 entry): a row of -inf before a softmax, or 0/0?\n"
+            "    warned: RuntimeWarning: invalid value encountered in log\n  WRONG: x: ") in \
+        "\n".join(checker.report_lines())
+
+
+def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
+    import numpy as np
+
+    from tensorlib.exercises import REPORT_LINES
+
+    checker = Checker("many")
+    for index in range(40):
+        with checker.case(f"case {index}", hint=f"hint {index}"):
+            checker.close(np.zeros((6, 7, 8)), np.ones((6, 7, 8)), "the output")
+    lines = checker.report_lines()
+    assert len(lines) <= REPORT_LINES and lines[-1] == "  ... and 22 more cases not right"
+    assert lines[1] == "  hint: hint 0" and all(len(line) < 200 for line in lines)
+
+
 def test_reports_are_recorded_per_notebook_beside_it(tmp_path, monkeypatch, capsys):
     from tensorlib import exercises
 
@@ -383,7 +486,7 @@ def test_reports_are_recorded_per_notebook_beside_it(tmp_path, monkeypatch, caps
     with piece.case("y"):  # run again, now with a right case too: still not done
         pass
     piece.report()
-    piece.results = [("x", "right", None)]
+    piece.results = [exercises._Result("x", "right")]
     piece.report()
     assert list(exercises.read_progress(path).items())[0] == (
         "Value: + and *", {"kind": "piece", "status": "done"})
@@ -392,31 +495,71 @@ def test_reports_are_recorded_per_notebook_beside_it(tmp_path, monkeypatch, caps
         exercises.record_progress("../elsewhere")
 
 
-def test_the_progress_command_prints_each_notebook(tmp_path, capsys):
+def _notebook_with_checks(path, *checks):
+    """A notebook file whose graded cells build ``Checker(name, piece=...)`` for each
+    (name, piece) of ``checks``, in order."""
+    notebook = nbformat.v4.new_notebook()
+    for name, piece in checks:
+        cell = workbook.check_cell(f"id-{len(notebook.cells)}",
+                                   f"checker = Checker({name!r}, piece={piece})\n"
+                                   "passed = checker.report()")
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+
+
+def test_the_progress_command_lists_every_check_in_notebook_order_with_a_total(tmp_path,
+                                                                               capsys):
     from tensorlib import exercises
     from tensorlib.__main__ import main
 
-    for name in ("01_scalar_autograd", "02_scalar_mlp", "03_tensors_and_strides"):
-        (tmp_path / f"{name}.ipynb").write_text("{}")
+    _notebook_with_checks(tmp_path / "01_scalar_autograd.ipynb", ("Value: + and *", True),
+                          ("Exercise 1 (cosine)", False), ("Value: backward", True))
+    _notebook_with_checks(tmp_path / "02_scalar_mlp.ipynb", ("Neuron", True))
+    _notebook_with_checks(tmp_path / "03_tensors_and_strides.ipynb", ("transpose", True),
+                          ("Exercise 1 (diagonal)", False))
+    _notebook_with_checks(tmp_path / "03a_no_checks.ipynb")
+    assert exercises.checks_in(tmp_path / "01_scalar_autograd.ipynb") == [
+        ("Value: + and *", "piece"), ("Exercise 1 (cosine)", "exercise"),
+        ("Value: backward", "piece")]
     exercises.record_progress("01_scalar_autograd", tmp_path)
+    todo = Checker("Exercise 1 (cosine)")  # reported first, listed where its cell is
+    with todo.case("x"):
+        raise NotImplementedError()
+    todo.report()
     done = Checker("Value: + and *", piece=True)
     with done.case("x"):
         pass
     done.report()
-    todo = Checker("Exercise 1 (cosine)")
-    with todo.case("x"):
-        raise NotImplementedError()
-    todo.report()
     (tmp_path / ".progress" / "02_scalar_mlp.json").write_text("not json")
     capsys.readouterr()
     assert main(["progress", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "01_scalar_autograd: core pieces 1 of 1 done, exercises 0 of 1 done" in out
-    assert "    done          piece     Value: + and *" in out
-    assert "    not started   exercise  Exercise 1 (cosine)" in out
-    assert "02_scalar_mlp: its progress file is unreadable" in out
-    assert "03_tensors_and_strides: no check run yet" in out
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "01_scalar_autograd: core pieces 1 of 2 done, exercises 0 of 1 done",
+        "    done          piece     Value: + and *",
+        "    not started   exercise  Exercise 1 (cosine)",
+        "    not run yet   piece     Value: backward",
+        "02_scalar_mlp: its progress file is unreadable (run its check cells again)",
+        "02_scalar_mlp: core pieces 0 of 1 done",
+        "    not run yet   piece     Neuron",
+        "03_tensors_and_strides: core pieces 0 of 1 done, exercises 0 of 1 done",
+        "    not run yet   piece     transpose",
+        "    not run yet   exercise  Exercise 1 (diagonal)",
+        "the workbook: core pieces 1 of 4 done, exercises 0 of 2 done"]
     assert main(["progress", str(tmp_path / "absent")]) == 2
+
+
+def test_every_notebook_with_checks_records_its_progress():
+    for path in SOLUTIONS:
+        sources = [cell.source for cell in nbformat.read(path, as_version=4).cells
+                   if cell.cell_type == "code"]
+        assert f'record_progress("{path.stem}")' in "\n".join(sources), path.stem
+    checks = []
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")):
+        names = exercises.checks_in(path)
+        assert len(set(names)) == len(names), path.stem  # a notebook's progress is by name
+        checks += names
+    pieces = [name for name, kind in checks if kind == "piece"]
+    assert len(pieces) == 31 and len(checks) - len(pieces) == 81  # as the README counts them
 
 
 # ------------------------------------------------------------ checks against wrong answers
@@ -443,6 +586,29 @@ def _top_level_names(tree):
     return names
 
 
+def _changed_names(tree):
+    """The names whose objects a cell's top level (and its with, for and if blocks) may
+    change in place: ``name.attribute = ...``, ``name[...] = ...``, and ``name.method(...)``
+    or ``function(name, ...)`` as a statement or the value of an assignment."""
+    names, pending = set(), list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.With, ast.For, ast.If)):
+            pending.extend(node.body + getattr(node, "orelse", []))
+            continue
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(target.value.id for target in targets
+                         if isinstance(target, (ast.Attribute, ast.Subscript))
+                         and isinstance(target.value, ast.Name))
+        if isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                names.add(call.func.value.id)
+            names.update(argument.id for argument in call.args if isinstance(argument, ast.Name))
+    return names
+
+
 def _free_names(tree):
     """The names a cell reads before its top level sets them, leaving out builtins and the
     names its functions, lambdas and comprehensions set themselves."""
@@ -461,51 +627,86 @@ def _free_names(tree):
     return free
 
 
+class CheckRun:
+    """One check cell of a notebook and the few cells it needs, run as the notebook runs
+    them, in one namespace: its answer cells (since the graded cell before it, each
+    ``(old, new)`` of ``replace`` swapped in: a wrong answer), and every earlier cell that sets
+    a name these read, with the cells after it that change that name's object by the name
+    (``model.eval()``, ``train(model, ...)``, ``model.weight = ...``; ``follow_changes=False``
+    leaves those out, where the check does not need them), and in turn the cells those need,
+    found by reading their code. ``learner=True`` runs the learner's copy, with
+    its stubs, else the teacher's. :meth:`check` runs the check cell (again) and returns
+    (passed, its report); :meth:`run_cell` runs any other source in the same namespace, as
+    a learner's cell."""
+
+    def __init__(self, notebook, grade_id, monkeypatch, replace=(), learner=False,
+                 follow_changes=True):
+        path = (NOTEBOOKS if learner else SOLUTIONS[0].parent) / f"{notebook}.ipynb"
+        cells = [cell for cell in nbformat.read(path, as_version=4).cells
+                 if cell.cell_type == "code"]
+        check = next(index for index, cell in enumerate(cells)
+                     if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        answers = []  # the answer cells since the graded cell before, or else before that
+        for index in range(check - 1, -1, -1):
+            grading = cells[index].metadata.get("nbgrader", {})
+            if grading.get("grade") and answers:
+                break
+            if grading.get("solution"):
+                answers.append(index)
+        sources = {index: cells[index].source for index in range(check)}
+        sources[check] = workbook.student_source(cells[check])  # without `assert passed`
+        for old, new in replace:
+            found = [index for index in answers if old in sources[index]]
+            assert len(found) == 1 and sources[found[0]].count(old) == 1, (grade_id, old)
+            sources[found[0]] = sources[found[0]].replace(old, new)
+        trees = {index: ast.parse(_python.transform_cell(source))
+                 for index, source in sources.items()}
+        chosen = {check, *answers}
+        wanted = [(name, reader) for reader in chosen for name in _free_names(trees[reader])]
+        while wanted:  # (a name, the cell that reads it): the last cell before it that sets
+            name, reader = wanted.pop()  # it, and the cells between that change its object
+            setter = next((index for index in range(reader - 1, -1, -1)
+                           if name in _top_level_names(trees[index])), None)
+            if setter is None:
+                continue
+            changers = [index for index in range(setter + 1, reader) if follow_changes
+                        and name in _changed_names(trees[index])]
+            for index in [setter, *changers]:
+                if index not in chosen:
+                    chosen.add(index)
+                    wanted += [(name, index) for name in _free_names(trees[index])]
+        # no progress file, and the notebook's own folder as the working one, as Jupyter runs it
+        monkeypatch.setattr(exercises, "record_progress", lambda *args, **kwargs: None)
+        monkeypatch.chdir(path.parent)
+        self.notebook, self.answers = notebook, [sources[index] for index in sorted(answers)]
+        self.namespace = {"__name__": "__main__", "display": lambda *args, **kwargs: None}
+        self._check = compile(ast.unparse(trees[check]), f"<{notebook} check>", "exec")
+        for index in sorted(chosen - {check}):
+            self.run_cell(ast.unparse(trees[index]), f"<{notebook} cell {index}>")
+        self.first = self.check()
+
+    def run_cell(self, source, name="<a learner's cell>"):
+        """Run ``source`` as a cell; its output is dropped, an exception it raises returned."""
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):  # progress bars
+                exec(compile(_python.transform_cell(source), name, "exec"), self.namespace)
+        except Exception as error:  # a learner's cell that fails, as it would in Jupyter
+            return error
+        return None
+
+    def check(self):
+        """Run the check cell; (passed, what it printed)."""
+        report = io.StringIO()
+        with contextlib.redirect_stdout(report), contextlib.redirect_stderr(io.StringIO()):
+            exec(self._check, self.namespace)
+        return self.namespace["passed"], report.getvalue()
+
+
 def run_check(notebook, grade_id, monkeypatch, replace=()):
-    """Run one check cell of ``notebooks/solutions/<notebook>.ipynb`` as the notebook would,
-    with only the code cells it needs: its solution cells (since the graded cell before it),
-    each ``(old, new)`` of ``replace`` swapped into them (a wrong answer), and every earlier
-    cell that sets a name these read, and in turn the cells those need, found by reading
-    their code (a cell that only changes an object, ``model.eval()``, is not found: a check
-    that needs one is not for this function). Returns (passed, the check's report)."""
-    cells = [cell for cell in nbformat.read(SOLUTIONS[0].parent / f"{notebook}.ipynb",
-                                            as_version=4).cells if cell.cell_type == "code"]
-    check = next(index for index, cell in enumerate(cells)
-                 if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-    answers = []
-    for index in range(check - 1, -1, -1):
-        grading = cells[index].metadata.get("nbgrader", {})
-        if grading.get("grade"):
-            break
-        if grading.get("solution"):
-            answers.append(index)
-    sources = {index: cells[index].source for index in range(check)}
-    sources[check] = workbook.student_source(cells[check])  # its report, without `assert passed`
-    for old, new in replace:
-        found = [index for index in answers if old in sources[index]]
-        assert len(found) == 1 and sources[found[0]].count(old) == 1, (grade_id, old)
-        sources[found[0]] = sources[found[0]].replace(old, new)
-    trees = {index: ast.parse(_python.transform_cell(source)) for index, source in sources.items()}
-    chosen = {check, *answers}
-    wanted = [(name, reader) for reader in chosen for name in _free_names(trees[reader])]
-    while wanted:  # (a name, the cell that reads it): the last cell before it that sets it
-        name, reader = wanted.pop()
-        setter = next((index for index in range(reader - 1, -1, -1)
-                       if name in _top_level_names(trees[index])), None)
-        if setter is not None and setter not in chosen:
-            chosen.add(setter)
-            wanted += [(name, setter) for name in _free_names(trees[setter])]
-    # no progress file, and the notebook's own folder as the working one, as Jupyter runs it
-    monkeypatch.setattr(exercises, "record_progress", lambda *args, **kwargs: None)
-    monkeypatch.chdir(SOLUTIONS[0].parent)
-    namespace = {"__name__": "__main__", "display": lambda *args, **kwargs: None}
-    report = io.StringIO()
-    for index in sorted(chosen):
-        with contextlib.redirect_stdout(report if index == check else io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):  # progress bars
-            exec(compile(ast.unparse(trees[index]), f"<{notebook} cell {index}>", "exec"),
-                 namespace)
-    return namespace["passed"], report.getvalue()
+    """The teacher's check cell ``grade_id`` run once (see :class:`CheckRun`), without the
+    cells that only change an object: (passed, its report)."""
+    return CheckRun(notebook, grade_id, monkeypatch, replace, follow_changes=False).first
 
 
 def _solved_names(source):
@@ -572,3 +773,151 @@ def test_a_wrong_answer_fails_the_check_that_its_solution_passes(wrong, monkeypa
     assert passed and ALL_RIGHT.search(report), report
     passed, report = run_check(notebook, grade_id, monkeypatch, change)
     assert not passed and "WRONG: " in report and not ALL_RIGHT.search(report), report
+
+
+# ------------------------------------------------------------- verdicts in any order of runs
+def _grade_ids(kind):
+    """(notebook, grade id) of every check cell of the workbook: its core pieces' ("pc") or
+    its exercises' ("ex")."""
+    return [(path.stem, cell.metadata["nbgrader"]["grade_id"]) for path in SOLUTIONS
+            for cell in check_cells(nbformat.read(path, as_version=4))
+            if cell.metadata["nbgrader"]["grade_id"].startswith(kind)]
+
+
+CHECKS = _grade_ids("pc") + _grade_ids("ex")
+BROKEN_FIX = "def broken(:\n    pass\n"  # a learner's cell that fails before it defines anything
+
+
+def no_success(report):
+    return not ALL_RIGHT.search(report) and "From here on the notebook uses your" not in report
+
+
+class TimeLimit(BaseException):
+    """Raised by :func:`time_limit` (a BaseException, so that a check's case does not take it
+    for the learner's code failing)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raise TimeLimit in the block after ``seconds`` of wall time (Unix, main thread)."""
+    def stop(signum, frame):
+        raise TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+SLIP_SECONDS = 60  # a wrong answer's cell and check; the slowest right one takes ~10 s here
+
+
+# One-line changes to an answer, as a learner's slips are: an operator, a comparison, a
+# transpose dropped, a constant or a truth value off.
+SLIPS = [(" + ", " - "), (" - ", " + "), (" * ", " / "), (" / ", " * "), (" < ", " <= "),
+         (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (".T", ""), ("True", "False"),
+         ("False", "True"), ("-1", "-2"), ("(1, ", "(2, "), ("axis=0", "axis=1"),
+         ("axis=-1", "axis=0"), ("[0]", "[1]"), ("0.0", "1.0"), ("+=", "=")]
+
+
+def wrong_answers(answers, most=8):
+    """Up to ``most`` wrong answers made from the answer cells' solution regions: (the line,
+    the line with one slip), each line changed once, in order."""
+    found = []
+    for source in answers:
+        for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, re.S):
+            for line in region.splitlines():
+                if line.lstrip().startswith("#") or source.count(line) != 1:
+                    continue
+                code, comment = (line.split("  #", 1) + [None])[:2]
+                for old, new in SLIPS:
+                    if old in code:  # the code, not its comment
+                        slipped = code.replace(old, new, 1)
+                        found.append((line, slipped if comment is None
+                                      else f"{slipped}  #{comment}"))
+                        break
+    step = max(1, len(found) // most)
+    return found[::step][:most]
+
+
+@pytest.mark.rerun
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("notebook, grade_id", CHECKS, ids=[grade for _, grade in CHECKS])
+def test_a_check_tells_the_truth_in_any_order_and_briefly(notebook, grade_id, monkeypatch):
+    """On the learner's stub the check says "not done", and so does a second run, a run after
+    a fix whose cell failed (a SyntaxError, or an error raised before its definitions), and a
+    run after the stub's cell is run again. The teacher's answer passes, twice. Then each
+    wrong answer of :func:`wrong_answers`, run as a learner runs it (its cell, then the
+    check), fails with a report of at most REPORT_LINES lines (and the safety net's line);
+    the longest, and the wrong answers the check did not catch (a slip can leave an answer
+    right: those are read by a person, not failed here), are added as a JSON line to the file
+    named by $TENSORLIB_REPORT_TABLE, when it is set."""
+    run = CheckRun(notebook, grade_id, monkeypatch, learner=True)
+    passed, report = run.first
+    assert not passed and no_success(report), report
+    for cell in (None, BROKEN_FIX, "raise RuntimeError('a typo')\n" + run.answers[0],
+                 *run.answers):
+        if cell is not None:
+            run.run_cell(cell)
+        passed, report = run.check()
+        assert not passed and no_success(report) and "not done yet" in report, (cell, report)
+
+    run = CheckRun(notebook, grade_id, monkeypatch)
+    for passed, report in (run.first, run.check()):
+        assert passed and ALL_RIGHT.search(report), report
+    longest, caught, passed_anyway, endless = 0, 0, [], []
+    for line, slip in wrong_answers(run.answers):
+        sources = [source.replace(line, slip) for source in run.answers]
+        try:
+            with time_limit(SLIP_SECONDS):
+                if any([run.run_cell(source) for source in sources]):
+                    continue  # the wrong answer's cell fails: the check sees the answer before
+                passed, report = run.check()
+        except TimeLimit:  # the slip made a loop endless: a check cannot help with that
+            endless.append(slip.strip())
+            for source in run.answers:
+                run.run_cell(source)
+            continue
+        lines = [text for text in report.splitlines()
+                 if not text.startswith(("From here on", "Your "))]
+        assert len(lines) <= exercises.REPORT_LINES, report
+        if passed:
+            passed_anyway.append(slip.strip())
+        else:
+            caught += 1
+            longest = max(longest, len(lines))
+        for source in run.answers:  # the right answer back, for the next slip
+            run.run_cell(source)
+    table = os.environ.get("TENSORLIB_REPORT_TABLE")  # a file to add this check's row to
+    if table:
+        with open(table, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"check": grade_id, "longest": longest, "caught": caught,
+                                     "passed anyway": passed_anyway, "endless": endless})
+                         + "\n")
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
+def test_every_key_and_attribute_an_answer_sets_is_named_before_the_learner_writes_it(path):
+    """A check reads what the answer returns and sets: each dict key written in an answer
+    (``{"h": ...}``) and each attribute it sets (``self.layers = ...``) is named in the
+    learner's copy before the end of the stub's cell (the task, the stub's docstring, or a
+    cell above), never only in the check, which holds the answers."""
+    learner = nbformat.read(workbook.learner_notebook(path), as_version=4)
+    seen = []
+    for ours, theirs in zip(learner.cells, nbformat.read(path, as_version=4).cells,
+                            strict=True):
+        seen.append(ours.source)
+        if not theirs.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        stated = "\n".join(seen)
+        for region in re.findall(r"### BEGIN SOLUTION(.*?)### END SOLUTION", theirs.source,
+                                 re.S):
+            for key in re.findall(r"""["']([^"'\n]+)["']\s*:""", region):
+                assert any(f"{quote}{key}{quote}" in stated for quote in "\"'`"), \
+                    (theirs.metadata["nbgrader"]["grade_id"], key)
+            for attribute in re.findall(r"self\.(\w+)\s*=[^=]", region):
+                assert f"`{attribute}`" in stated or f"self.{attribute}" in stated, \
+                    (theirs.metadata["nbgrader"]["grade_id"], attribute)

@@ -119,8 +119,8 @@ class Module:
     its forward hooks.
 
     Assigning a module to the name of an existing child replaces it (``model.head =
-    Linear(...)``). A module does not know its parent, so that assignment checks the new
-    child against the assigned-to module's own subtree; ``model.set_submodule("a.b", new)``
+    Linear(...)``); that assignment checks the new child against the assigned-to module's
+    own subtree; ``model.set_submodule("a.b", new)``
     checks it against the whole of ``model``.
     """
 

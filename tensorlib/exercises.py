@@ -57,6 +57,7 @@ import builtins
 import dis
 import json
 import os
+import textwrap
 import traceback
 import types
 import warnings
@@ -466,19 +467,29 @@ class Checker:
                 lines.append(f"  hint: {first.hint}")
             lines.append(f"  WRONG: {first.description}")
             lines += ["    " + line for line in first.detail.splitlines()]
-        others = [result for result in results if result.outcome != "right"
-                  and result is not first]
-        room = REPORT_LINES - len(lines) - 1
-        for index, result in enumerate(others):
-            if index == room and len(others) > room + 1:
-                lines.append(f"  ... and {len(others) - index} more cases not right")
-                break
-            if result.outcome == "not done":
-                lines.append(f"  not done yet: {result.description}")
+        others: list[tuple[str, list[str]]] = []  # (what is said, the cases it is said of)
+        for result in results:
+            if result.outcome == "right" or result is first:
+                continue
+            said = ("not done yet" if result.outcome == "not done" else
+                    "WRONG: " + _clipped(result.detail.splitlines()[0].split("; ")[0], 120))
+            if others and others[-1][0] == said:  # the same again: one line for the run
+                others[-1][1].append(result.description)
             else:
-                summary = _clipped(result.detail.splitlines()[0].split("; ")[0], 120)
-                lines.append(f"  WRONG: {result.description}: {summary}")
-        return lines
+                others.append((said, [result.description]))
+        said_lines = []
+        for said, cases in others:
+            verdict, _, detail = said.partition(": ")
+            named = cases[0] if len(cases) == 1 else _clipped(
+                f"{len(cases)} cases ({', '.join(cases)})", 70)
+            said_lines.append(f"  {verdict}: {named}" + (f": {detail}" if detail else ""))
+        if len(lines) + len(said_lines) > REPORT_LINES - 4:  # too many to say: name them
+            names = [case for _, cases in others for case in cases]
+            said_lines = textwrap.wrap(
+                f"also not right ({len(names)} cases, fix the first above, then run this "
+                f"again): {', '.join(names)}", 96, initial_indent="  ",
+                subsequent_indent="    ", max_lines=4, placeholder=" ...")
+        return lines + said_lines
 
     def use(self, yours: Piece, package: Piece, name: str, given: bool = True,
             package_name: str = "tensorlib's") -> Piece:

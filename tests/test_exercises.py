@@ -452,12 +452,26 @@ def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
     from tensorlib.exercises import REPORT_LINES
 
     checker = Checker("many")
-    for index in range(40):
+    for index in range(40):  # two kinds of wrong case, taking turns
+        shape = (6, 7, 8) if index % 2 else (3,)
         with checker.case(f"case {index}", hint=f"hint {index}"):
-            checker.close(np.zeros((6, 7, 8)), np.ones((6, 7, 8)), "the output")
+            checker.close(np.zeros(shape), np.ones(shape), "the output")
     lines = checker.report_lines()
-    assert len(lines) <= REPORT_LINES and lines[-1] == "  ... and 22 more cases not right"
+    assert len(lines) <= REPORT_LINES and lines[-1].endswith(" ...")  # names, wrapped, cut
+    assert lines[-4].startswith("  also not right (39 cases, fix the first above, then run "
+                                "this again): case 1, case 2, case 3")
     assert lines[1] == "  hint: hint 0" and all(len(line) < 200 for line in lines)
+    same = Checker("the same mistake in every case")
+    for index in range(24):
+        with same.case(f"d_{index}"):
+            raise ValueError("operands could not be broadcast together")
+    lines = same.report_lines()  # the same line for 23 cases: said once
+    assert len(lines) == 4 and lines[:2] == ["the same mistake in every case: 0 of 24 cases "
+                                             "right.", "  WRONG: d_0"]
+    assert lines[2].startswith("    your code raised ValueError: operands could not be "
+                               "broadcast together (in test_a_report_of_many")
+    assert lines[3].startswith("  WRONG: 23 cases (d_1, d_2, d_3, d_4, d_5, d_6, d_7, d_8, d_9, "
+                               "d_10, d_11, ...: your code raised ValueError: operands")
 
 
 def test_reports_are_recorded_per_notebook_beside_it(tmp_path, monkeypatch, capsys):
@@ -820,7 +834,9 @@ SLIP_SECONDS = 60  # a wrong answer's cell and check; the slowest right one take
 SLIPS = [(" + ", " - "), (" - ", " + "), (" * ", " / "), (" / ", " * "), (" < ", " <= "),
          (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (".T", ""), ("True", "False"),
          ("False", "True"), ("-1", "-2"), ("(1, ", "(2, "), ("axis=0", "axis=1"),
-         ("axis=-1", "axis=0"), ("[0]", "[1]"), ("0.0", "1.0"), ("+=", "=")]
+         ("axis=-1", "axis=0"), ("[0]", "[1]"), ("0.0", "1.0"), ("+=", "="),
+         (" not in ", " in "), ("reversed(", "list("), ("optimizer.zero_grad()", "pass"),
+         ("schedule.step()", "pass"), ("self.final_norm(x)", "x")]
 
 
 def wrong_answers(answers, most=8):

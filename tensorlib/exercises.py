@@ -119,9 +119,10 @@ def _number(value: Any) -> str:
 
 
 def _difference(what: str, received: Any, expected: Any, rtol: float, atol: float) -> str:
-    """What differs between two arrays, in at most three lines: the shapes when they differ;
-    else how many entries differ, the first and the largest difference with their indices,
-    and what a plain relation between the two says (a sign, a factor, a transpose)."""
+    """What differs between two arrays, in at most four lines: the shapes when they differ;
+    else how many entries differ and the first, a few entries there, the largest difference
+    (or where a nan came), and a plain relation between the two (a sign, a factor, a
+    transpose)."""
     received, expected = _array(received), _array(expected)
     if received.shape != expected.shape:
         line = f"{what}: expected shape {expected.shape}, received shape {received.shape}"

@@ -90,6 +90,18 @@ def _names(pairs: Any) -> list[str]:
     return [name for name, _ in pairs]
 
 
+def _check_named_once(checker: Checker, mine: Any, theirs: Any,
+                      shared: list[str]) -> list[str]:
+    """``mine``'s parameter names are ``theirs``' less the ``shared`` ones (a tensor already
+    named earlier in the walk), in order; returns the expected names."""
+    expected = [name for name in _names(theirs.named_parameters()) if name not in shared]
+    names = _names(mine.named_parameters())
+    checker.equal([name for name in names if name not in expected], [],
+                  "names of tensors already yielded under an earlier name")
+    checker.equal(names, expected, "the names, in order")
+    return expected
+
+
 def _filed_under(module: Any, name: str) -> Any:
     """The parameter filed at a dotted name, looked up in the dicts themselves."""
     *path, last = name.split(".")
@@ -164,12 +176,7 @@ def tiny_module_cases(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
                       "values or names"):
         mine, theirs = _tree(TinyModule, TinyParameter), _tree(Module, Parameter)
         mine.encoder.second.weight = mine.encoder.first.weight         # the package refuses this
-        expected = [name for name in _names(theirs.named_parameters())
-                    if name != "encoder.second.weight"]
-        names = _names(mine.named_parameters())
-        checker.equal([name for name in names if name not in expected], [],
-                      "names of tensors already yielded under an earlier name")
-        checker.equal(names, expected, "the names, in order")
+        expected = _check_named_once(checker, mine, theirs, ["encoder.second.weight"])
         checker.true(dict(mine.named_parameters())["encoder.first.weight"]
                      is mine.encoder.first.weight,
                      "encoder.first.weight is not the shared tensor")
@@ -184,12 +191,7 @@ def tiny_module_cases(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
         mine.encoder.gain_again = mine.encoder.gain
         checker.equal(list(mine.encoder._parameters), ["gain", "gain_again"],
                       "encoder's _parameters")
-        expected = [name for name in _names(theirs.named_parameters())
-                    if name not in ("head.weight", "encoder.second.bias")]
-        names = _names(mine.named_parameters())
-        checker.equal([name for name in names if name not in expected], [],
-                      "names of tensors already yielded under an earlier name")
-        checker.equal(names, expected, "the names, in order")
+        _check_named_once(checker, mine, theirs, ["head.weight", "encoder.second.bias"])
         checker.equal(len({id(p) for p in mine.parameters()}), len(mine.parameters()),
                       "distinct tensors among parameters()")
     with checker.case("state_dict: the names of named_parameters, each a numpy array of the "

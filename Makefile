@@ -15,11 +15,11 @@ setup: $(STAMP) $(LAB_SETTINGS) graphviz
 # PyPI like everything else) installs the pinned wheels in seconds where pip took 40 s; modules
 # are compiled when first imported, not all at install. The optional extras use pip.
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-excluded.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "error: tensorlib needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.9
-	$(UV) -r requirements.txt
+	$(UV) -r requirements.txt --excludes requirements-excluded.txt
 	$(UV) --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tensorlib)" >/dev/null
 	touch $(STAMP)

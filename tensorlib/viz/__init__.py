@@ -1,5 +1,8 @@
 """Pictures of what tensorlib computes: graphs and module trees (graphviz), plots (matplotlib)."""
 
+import importlib
+from typing import Any
+
 from tensorlib.viz.graph import (
     INSTALL_HINT,
     OUTPUT_AREA_WIDTH,
@@ -8,32 +11,35 @@ from tensorlib.viz.graph import (
     draw_graph,
     draw_module,
 )
-from tensorlib.viz.ladder import plot_ladder_curves, plot_loss_by_position
-from tensorlib.viz.plots import (
-    ActivationTrace,
-    LiveLossPlot,
-    SignalStatistics,
-    activation_statistics,
-    exponential_moving_average,
-    format_statistics,
-    gradient_statistics,
-    plot_activation_histograms,
-    plot_attention,
-    plot_decision_boundary,
-    plot_functions,
-    plot_gradient_histograms,
-    plot_loss_curves,
-    plot_trajectories,
-    record_activations,
-)
-from tensorlib.viz.training import (
-    TrainingWatch,
-    WatchRecord,
-    dead_unit_fraction,
-    plot_learning_rate_range_test,
-    plot_update_ratios,
-    watch_training,
-)
+
+# The plotting modules import matplotlib, most of a second: each loads when one of its names
+# is first used, so a notebook that only draws graphs never waits for it.
+_LAZY = {
+    "plot_ladder_curves": "ladder",
+    "plot_loss_by_position": "ladder",
+    "ActivationTrace": "plots",
+    "LiveLossPlot": "plots",
+    "SignalStatistics": "plots",
+    "activation_statistics": "plots",
+    "exponential_moving_average": "plots",
+    "format_statistics": "plots",
+    "gradient_statistics": "plots",
+    "plot_activation_histograms": "plots",
+    "plot_attention": "plots",
+    "plot_decision_boundary": "plots",
+    "plot_functions": "plots",
+    "plot_gradient_histograms": "plots",
+    "plot_loss_curves": "plots",
+    "plot_trajectories": "plots",
+    "record_activations": "plots",
+    "TrainingWatch": "training",
+    "WatchRecord": "training",
+    "dead_unit_fraction": "training",
+    "plot_learning_rate_range_test": "training",
+    "plot_update_ratios": "training",
+    "watch_training": "training",
+}
+
 
 __all__ = [
     "INSTALL_HINT",
@@ -66,3 +72,15 @@ __all__ = [
     "record_activations",
     "watch_training",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tensorlib.viz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tensorlib.viz.{_LAZY[name]}"), name)
+    globals()[name] = value  # later look-ups find it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -41,12 +41,15 @@ def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
     if isinstance(data, Tensor):
         data = data.data
     if dtype is not None:
-        return np.asarray(data, dtype=np.dtype(dtype))
+        dtype = validation.tensor_dtype(dtype)
+        if isinstance(data, np.ndarray) or is_backend_array(data):
+            return data.astype(dtype, copy=False)
+        return _as_array(data, dtype)
     if isinstance(data, np.ndarray) or is_backend_array(data) or (
         hasattr(data, "__array_namespace__") and hasattr(data, "dtype")
     ):
         return data  # keep the caller's dtype (and backend)
-    array = np.asarray(data)
+    array = _as_array(data, None)
     if array.dtype == np.float64 and not isinstance(data, np.generic):
         array = array.astype(DEFAULT_FLOAT)  # Python floats: float32 by default
     elif array.dtype.kind in "iu" and array.dtype != np.int64 and not isinstance(data, np.generic):
@@ -54,6 +57,21 @@ def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
     elif array.dtype.kind not in "biuf":
         raise TypeError(f"cannot make a tensor from data of dtype {array.dtype}")
     return array
+
+
+def _as_array(data: Any, dtype: np.dtype | None) -> np.ndarray:
+    """``np.asarray`` of nested lists or numbers, with tensorlib's own errors."""
+    try:
+        return np.asarray(data, dtype=dtype)
+    except ValueError as error:  # ragged lists, or text where numbers belong
+        if "inhomogeneous" in str(error) or "sequence" in str(error):
+            raise ValueError("cannot make a tensor from nested lists of different lengths "
+                             f"(every row must have as many entries): {data!r}") from None
+        raise TypeError(f"cannot make a tensor from {data!r}: its values are not all "
+                        "numbers") from None
+    except TypeError:
+        raise TypeError(f"cannot make a tensor from {data!r} of type "
+                        f"{type(data).__name__}") from None
 
 
 class Tensor:
@@ -80,9 +98,11 @@ class Tensor:
 
     @classmethod
     def _from_array(cls, array: np.ndarray) -> Tensor:
-        """Wrap an array produced by an op (no conversion, no checks)."""
+        """Wrap an array produced by an op (no checks). A numpy scalar, which numpy returns
+        for a reduction to one number or a ufunc of 0-d arrays, becomes a 0-d array, so the
+        tensor's values can be changed in place like any other's."""
         tensor = cls.__new__(cls)
-        tensor._data = array
+        tensor._data = np.asarray(array) if isinstance(array, np.generic) else array
         tensor.grad = None
         tensor.grad_fn = None
         tensor._version = [0]
@@ -238,7 +258,7 @@ class Tensor:
 
     def _in_place_operand(self, other: Any, what: str) -> np.ndarray:
         value = other.data if isinstance(other, Tensor) \
-            else other if is_backend_array(other) else np.asarray(other)  # keep CuPy arrays
+            else other if is_backend_array(other) else validation.numeric_array(other, what)
         if value.shape == self.shape or value.shape == ():
             return value
         try:
@@ -261,6 +281,7 @@ class Tensor:
         """``self += alpha * other`` in place; bumps the version."""
         self._check_in_place("add_")
         value = self._in_place_operand(other, "add_")
+        validation.fill_value(alpha, "add_ alpha")
         self._data += value if alpha == 1.0 else alpha * value
         self._bump_version()
         return self
@@ -273,8 +294,12 @@ class Tensor:
         return self
 
     def fill_(self, value: float) -> Tensor:
+        """Set every entry to ``value`` (a number, or a one-element tensor); bumps the
+        version."""
+        value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
+                                      "fill_ value")
         self._check_in_place("fill_")
-        self._data.fill(value)
+        self._data[...] = value
         self._bump_version()
         return self
 
@@ -284,7 +309,7 @@ class Tensor:
     # ----------------------------------------------------------------------------- dtype
     def astype(self, dtype: DTypeLike) -> Tensor:
         """A copy in another dtype; differentiable between floating dtypes."""
-        return ops.Cast.apply(self, dtype=np.dtype(dtype))
+        return ops.Cast.apply(self, dtype=validation.tensor_dtype(dtype, "astype dtype"))
 
     def float(self) -> Tensor:
         return self.astype(float32)
@@ -318,14 +343,23 @@ class Tensor:
         return ops.Mul.apply(*_pair(self._operand(other), self))
 
     def __truediv__(self, other: Any) -> Tensor:
-        return ops.Div.apply(*_pair(self, other))
+        return ops.Div.apply(*map(_floating, _pair(self, other)))
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        return ops.Div.apply(*_pair(self._operand(other), self))
+        return ops.Div.apply(*map(_floating, _pair(self._operand(other), self)))
 
     def __pow__(self, exponent: Any) -> Tensor:
+        """``self ** exponent``. An integer tensor to a Python int power stays integer (int64
+        for bool), and refuses a negative power; to a float power it computes in float32."""
+        if isinstance(exponent, numbers.Integral) and not isinstance(exponent, bool) \
+                and self.dtype.kind in "biu":
+            if exponent < 0:
+                raise ValueError(f"an integer tensor to the negative power {exponent}: "
+                                 "convert it with .float() first")
+            base = self._data.astype(int64) if self.dtype == bool_ else self._data
+            return Tensor._from_array(base ** int(exponent))
         if isinstance(exponent, numbers.Real) and not isinstance(exponent, bool):
-            return ops.PowScalar.apply(self, exponent=float(exponent))
+            return ops.PowScalar.apply(_floating(self), exponent=float(exponent))
         return ops.Pow.apply(*_pair(self, exponent))
 
     def __rpow__(self, base: Any) -> Tensor:
@@ -368,22 +402,22 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- elementwise
     def exp(self) -> Tensor:
-        return ops.Exp.apply(self)
+        return ops.Exp.apply(_floating(self))
 
     def log(self) -> Tensor:
-        return ops.Log.apply(self)
+        return ops.Log.apply(_floating(self))
 
     def sqrt(self) -> Tensor:
-        return ops.Sqrt.apply(self)
+        return ops.Sqrt.apply(_floating(self))
 
     def abs(self) -> Tensor:
         return ops.Abs.apply(self)
 
     def tanh(self) -> Tensor:
-        return ops.Tanh.apply(self)
+        return ops.Tanh.apply(_floating(self))
 
     def sigmoid(self) -> Tensor:
-        return ops.Sigmoid.apply(self)
+        return ops.Sigmoid.apply(_floating(self))
 
     def relu(self) -> Tensor:
         return ops.Relu.apply(self)
@@ -391,23 +425,23 @@ class Tensor:
     def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
         """x where x > 0, ``negative_slope``·x elsewhere."""
         slope = validation.real(negative_slope, "leaky_relu negative_slope")
-        return ops.LeakyRelu.apply(self, negative_slope=slope)
+        return ops.LeakyRelu.apply(_floating(self), negative_slope=slope)
 
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         """log(1 + exp(β·x)) / β; x itself where β·x > ``threshold``."""
         beta = validation.positive(beta, "softplus beta")
         threshold = validation.real(threshold, "softplus threshold")
-        return ops.Softplus.apply(self, beta=beta, threshold=threshold)
+        return ops.Softplus.apply(_floating(self), beta=beta, threshold=threshold)
 
     def silu(self) -> Tensor:
-        return ops.Silu.apply(self)
+        return ops.Silu.apply(_floating(self))
 
     def sign(self) -> Tensor:
         return ops.Sign.apply(self)
 
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU, exact (erf) by default; ``approximate="tanh"`` for the tanh form."""
-        return ops.Gelu.apply(self, approximate=approximate)
+        return ops.Gelu.apply(_floating(self), approximate=approximate)
 
     def maximum(self, other: Any) -> Tensor:
         return ops.Maximum.apply(*_pair(self, other))
@@ -417,37 +451,51 @@ class Tensor:
         return where(condition, self, other)
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
-        """Replace the entries where ``mask`` is True with ``value``."""
+        """Replace the entries where ``mask`` is True with ``value`` (a number, or a
+        one-element tensor)."""
+        value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
+                                      "masked_fill value")
         return ops.MaskedFill.apply(self, mask=_bool_mask(mask, self.shape, "masked_fill"),
                                     value=value)
 
     # ----------------------------------------------------------------------------- reductions
     def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return ops.Sum.apply(self, axis=_axes(axis, self.ndim), keepdims=keepdims)
+        """The sum over ``axis`` (None: every axis); integer and boolean tensors sum to int64."""
+        values = self if self.dtype.kind not in "biu" or self.dtype == int64 \
+            else Tensor._from_array(self._data.astype(int64))
+        return ops.Sum.apply(values, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
 
     def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return ops.Mean.apply(self, axis=_axes(axis, self.ndim), keepdims=keepdims)
+        """The mean over ``axis`` (None: every axis); nan over no elements."""
+        return ops.Mean.apply(_floating(self), axis=_axes(axis, self.ndim),
+                              keepdims=_keepdims(keepdims))
 
     def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return ops.Max.apply(self, axis=_axes(axis, self.ndim), keepdims=keepdims)
+        return ops.Max.apply(self, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
 
     def min(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return -ops.Max.apply(-self, axis=_axes(axis, self.ndim), keepdims=keepdims)
+        return -ops.Max.apply(-self, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
 
     def var(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
             ddof: int = 0) -> Tensor:
-        """Variance; ``ddof=0`` (biased, numpy's default) unless asked otherwise."""
-        return ops.Var.apply(self, axis=_axes(axis, self.ndim), keepdims=keepdims, ddof=ddof)
+        """Variance: the sum of squared deviations divided by n - ``ddof`` (``ddof=0``, the
+        biased estimate, numpy's default, unless asked otherwise); nan or inf where that is
+        0 or less, as in PyTorch."""
+        ddof = validation.integer(ddof, "var ddof", minimum=0)
+        return ops.Var.apply(_floating(self), axis=_axes(axis, self.ndim),
+                             keepdims=_keepdims(keepdims), ddof=ddof)
 
     def logsumexp(self, axis: int | tuple[int, ...] | None = None,
                   keepdims: bool = False) -> Tensor:
-        return ops.LogSumExp.apply(self, axis=_axes(axis, self.ndim), keepdims=keepdims)
+        """log Σ exp(x) over ``axis``; -inf over no elements."""
+        return ops.LogSumExp.apply(_floating(self), axis=_axes(axis, self.ndim),
+                                   keepdims=_keepdims(keepdims))
 
     def softmax(self, axis: int = -1) -> Tensor:
-        return ops.Softmax.apply(self, axis=_axis(axis, self.ndim))
+        return ops.Softmax.apply(_floating(self), axis=_axis(axis, self.ndim))
 
     def log_softmax(self, axis: int = -1) -> Tensor:
-        return ops.LogSoftmax.apply(self, axis=_axis(axis, self.ndim))
+        return ops.LogSoftmax.apply(_floating(self), axis=_axis(axis, self.ndim))
 
     # ----------------------------------------------------------------------------- shape
     def reshape(self, *shape: Any) -> Tensor:
@@ -564,10 +612,26 @@ def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[in
     if axis is None:
         return None
     items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not items:
+        raise ValueError("axis=() is refused: numpy reduces over no axis, PyTorch over every "
+                         "axis; pass axis=None to reduce over every axis")
     normalized = tuple(sorted(_axis(a, ndim) for a in items))
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"repeated axis in {axis!r}")
     return normalized
+
+
+def _keepdims(keepdims: Any) -> bool:
+    return validation.boolean(keepdims, "keepdims")
+
+
+def _floating(t: Tensor) -> Tensor:
+    """``t`` itself when it holds floats; otherwise its values in float32, the default
+    float dtype: what a floating op (exp, division, mean...) computes on integer or boolean
+    input, as in PyTorch."""
+    if _is_floating(t._data.dtype):
+        return t
+    return Tensor._from_array(t._data.astype(DEFAULT_FLOAT))
 
 
 def as_operand(value: Any, like: Tensor) -> Tensor:
@@ -582,7 +646,11 @@ def as_operand(value: Any, like: Tensor) -> Tensor:
             else DEFAULT_FLOAT
         if isinstance(value, bool) or (like.dtype == bool_ and isinstance(value, numbers.Integral)):
             dtype = like.dtype if like.dtype != bool_ else np.dtype(np.int64)
-        return Tensor._from_array(np.asarray(value, dtype=dtype))
+        try:
+            return Tensor._from_array(np.asarray(value, dtype=dtype))
+        except OverflowError:
+            raise ValueError(f"{value} does not fit in the {dtype} of the tensor it is "
+                             "combined with") from None
     return Tensor._from_array(_to_array(value, None))
 
 
@@ -628,18 +696,30 @@ def tensor(data: Any, dtype: DTypeLike | None = None, requires_grad: bool = Fals
     return Tensor(np.array(array, copy=True), requires_grad=requires_grad)
 
 
+def _new_shape(shape: tuple[Any, ...], what: str) -> tuple[int, ...]:
+    """A factory's shape, given as ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return validation.shape(shape, f"{what} shape")
+
+
 def zeros(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(_shape_arg(shape), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros(_new_shape(shape, "zeros"), dtype=validation.tensor_dtype(dtype)),
+                  requires_grad=requires_grad)
 
 
 def ones(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(_shape_arg(shape), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.ones(_new_shape(shape, "ones"), dtype=validation.tensor_dtype(dtype)),
+                  requires_grad=requires_grad)
 
 
 def full(shape: ShapeLike, value: float, dtype: DTypeLike = float32,
          requires_grad: bool = False) -> Tensor:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return Tensor(np.full(shape, value, dtype=dtype), requires_grad=requires_grad)
+    """A tensor of ``shape`` with every entry ``value`` (a number)."""
+    value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
+                                  "full value")
+    return Tensor(np.full(validation.shape(shape, "full shape"), value,
+                          dtype=validation.tensor_dtype(dtype)), requires_grad=requires_grad)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1,
@@ -692,11 +772,14 @@ def split(tensor: Tensor, sizes: int | Sequence[int], axis: int = 0) -> tuple[Te
     """Cut a tensor along ``axis`` into chunks of ``sizes`` (an int: equal chunks)."""
     axis = _axis(axis, tensor.ndim)
     length = tensor.shape[axis]
-    if isinstance(sizes, (int, np.integer)):
+    if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
         if sizes <= 0:
             raise ValueError(f"split size must be positive, got {sizes}")
         sizes = [min(sizes, length - start) for start in range(0, length, int(sizes))]
-    sizes = list(sizes)
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"split sizes must be an integer or a sequence of integers, got "
+                        f"{sizes!r}")
+    sizes = [validation.integer(size, "each split size") for size in sizes]
     if sum(sizes) != length or any(s < 0 for s in sizes):
         raise ValueError(f"split sizes {sizes} do not add up to axis {axis}'s length {length}")
     pieces, start = [], 0

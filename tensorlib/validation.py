@@ -112,3 +112,72 @@ def float_dtype(dtype: Any) -> np.dtype:
     if result.kind != "f":
         raise TypeError(f"dtype must be a floating-point dtype, got {result}")
     return result
+
+
+# The most elements one array can hold (numpy indexes them with a signed pointer-sized int).
+MAX_ELEMENTS = int(np.iinfo(np.intp).max)
+
+
+def dimension(value: Any, what: str, minimum: int = 1) -> int:
+    """``value`` as an int: a size of one axis, at least ``minimum``, and small enough that
+    an array can have it."""
+    size = integer(value, what, minimum=minimum)
+    if size > MAX_ELEMENTS:
+        raise ValueError(f"{what} must be at most {MAX_ELEMENTS} (the largest array size), "
+                         f"got {size}")
+    return size
+
+
+def shape(value: Any, what: str) -> tuple[int, ...]:
+    """``value`` (an int or a sequence of ints) as the shape of a new array: every size
+    >= 0, and the element count within what one array can hold."""
+    sizes = (value,) if isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+        else value
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"{what} must be an integer or a sequence of integers, got {value!r}")
+    result = tuple(dimension(size, f"{what}: each size", minimum=0) for size in sizes)
+    if math.prod(result) > MAX_ELEMENTS:
+        raise ValueError(f"{what} {result} has {math.prod(result)} elements, more than one "
+                         f"array can hold ({MAX_ELEMENTS})")
+    return result
+
+
+def tensor_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    """``np.dtype(dtype)``, which must be a dtype a tensor can have: bool, an integer or a
+    float."""
+    try:
+        result = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a bool, integer or floating-point dtype, got "
+                        f"{dtype!r}") from None
+    if result.kind not in "biuf":
+        raise TypeError(f"{what} must be a bool, integer or floating-point dtype, got {result}")
+    return result
+
+
+def fill_value(value: Any, what: str) -> Any:
+    """``value`` as one number to write into a tensor: a Python or numpy bool, int or float,
+    or a one-element array of numbers (as PyTorch takes a 0-d tensor), made 0-d."""
+    if isinstance(value, (numbers.Real, np.bool_)):
+        return value
+    if hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind in "biuf":
+        if math.prod(value.shape) != 1:
+            raise ValueError(f"{what} must be one number, got an array of shape "
+                             f"{tuple(value.shape)}")
+        return value.reshape(())
+    raise TypeError(f"{what} must be a number, got {value!r} of type {type(value).__name__}")
+
+
+def numeric_array(value: Any, what: str) -> Any:
+    """``value`` as an array of numbers (bool, integer or float) without copying where it
+    already is one; TypeError for None, strings and other objects."""
+    array = value if hasattr(value, "dtype") and hasattr(value, "shape") else None
+    if array is None:
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):
+            array = None
+    if array is None or array.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be a number or an array of numbers, got {value!r} of "
+                        f"type {type(value).__name__}")
+    return array

@@ -178,15 +178,21 @@ def test_repeated_axis():
         _x(2, 3).sum(axis=(1, -1))
 
 
-def test_reductions_over_nothing():
-    with pytest.raises(ValueError, match="ddof"):
-        _x(2, 3).var(axis=0, ddof=2)
-    with pytest.raises(ValueError, match=re.escape("(0, 3)")):
-        tl.zeros(0, 3).mean(axis=0)
+def test_reductions_over_nothing_give_what_pytorch_gives():
+    """A mean over no elements is nan (0 / 0), logsumexp -inf (the log of an empty sum), a
+    variance with n - ddof <= 0 nan or inf; max has no value to give and raises, as in
+    PyTorch."""
+    assert np.isnan(_x(2, 3).var(axis=0, ddof=2).data).all()  # 0 / 0
+    assert np.array_equal(tl.tensor([1.0, 3.0]).var(ddof=2).data, np.inf)  # 2 / 0
+    assert tl.zeros(0, 3).mean(axis=0).shape == (3,)
+    assert np.isnan(tl.zeros(0, 3).mean(axis=0).data).all()
+    assert np.isnan(tl.zeros(0).mean().item())
+    assert np.array_equal(tl.zeros(2, 0).logsumexp(axis=1).data, [-np.inf, -np.inf])
     with pytest.raises(ValueError, match=re.escape("(0,)")):
         tl.zeros(0).max()
-    with pytest.raises(ValueError, match=re.escape("(0,)")):
-        tl.zeros(0).logsumexp()
+    x = tl.zeros(2, 0, requires_grad=True)
+    (x.logsumexp(axis=1).sum() + x.mean(axis=0).sum()).backward()
+    assert x.grad.shape == (2, 0)
 
 
 # --------------------------------------------------------------------------- indexing

@@ -70,6 +70,14 @@ def _check_tensor(value: Any, what: str) -> Tensor:
     return value
 
 
+def _check_one_dtype(what: str, *tensors: Any) -> None:
+    """TypeError when the tensors given (None: absent) do not share one dtype."""
+    dtypes = {t.dtype for t in tensors if t is not None}
+    if len(dtypes) > 1:
+        raise TypeError(f"{what}: mixed dtypes {sorted(map(str, dtypes))}; convert with "
+                        ".float() or .double() first")
+
+
 def _check_floating(value: Any, what: str) -> Tensor:
     _check_tensor(value, what)
     if value.dtype.kind != "f":  # float16/32/64 (np.issubdtype is slow on a hot path)
@@ -313,7 +321,8 @@ def causal_softmax(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tenso
     ``offset + i`` (``offset`` keys are already cached) and sees keys ``0 .. offset + i``.
     One fused node."""
     offset = _check_causal_scores(scores, offset, "causal_softmax scores")
-    return ops.Softmax.apply(scores, axis=-1, causal=True, offset=offset, scale=float(scale))
+    scale = validation.real(scale, "causal_softmax scale")
+    return ops.Softmax.apply(scores, axis=-1, causal=True, offset=offset, scale=scale)
 
 
 def causal_softmax_reference(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tensor:
@@ -338,9 +347,7 @@ def _check_linear(x: Any, weight: Any, bias: Any) -> None:
         if bias.shape != (weight.shape[0],):
             raise ValueError(f"linear bias of shape {bias.shape} does not match the weight's "
                              f"{weight.shape[0]} output features")
-    dtypes = {t.dtype for t in (x, weight, bias) if t is not None}
-    if len(dtypes) > 1:
-        raise TypeError(f"linear: mixed dtypes {sorted(map(str, dtypes))}")
+    _check_one_dtype("linear", x, weight, bias)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -434,6 +441,7 @@ def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
         if value.shape != (x.shape[-1],):
             raise ValueError(f"layer_norm {name} of shape {value.shape} does not match the "
                              f"input's last axis (input shape {x.shape})")
+    _check_one_dtype("layer_norm", x, weight, bias)
 
 
 def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -482,9 +490,7 @@ def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, 
                              f"input's {channels} channels (input shape {x.shape})")
         if name.startswith("running") and value.requires_grad:
             raise ValueError(f"batch_norm {name} must not require grad (it is a buffer)")
-    dtypes = {t.dtype for t in (x, weight, bias) if t is not None}
-    if len(dtypes) > 1:
-        raise TypeError(f"batch_norm: mixed dtypes {sorted(map(str, dtypes))}")
+    _check_one_dtype("batch_norm", x, weight, bias)
 
 
 def _channel_axes(x: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -82,8 +82,8 @@ class Linear(Module):
                  weight_init: str = "xavier_uniform", bias_init: str = "zero",
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.in_features = validation.positive_integer(in_features, "in_features")
-        self.out_features = validation.positive_integer(out_features, "out_features")
+        self.in_features = validation.dimension(in_features, "in_features")
+        self.out_features = validation.dimension(out_features, "out_features")
         check_policy(weight_init, "weight_init")
         check_policy(bias_init, "bias_init")
         dtype = validation.float_dtype(dtype)
@@ -137,8 +137,8 @@ class Embedding(Module):
                  weight_init: str = "xavier_uniform", rng: Rng | None = None,
                  dtype: Any = np.float32):
         super().__init__()
-        self.vocabulary_size = validation.positive_integer(vocabulary_size, "vocabulary_size")
-        self.embedding_width = validation.positive_integer(embedding_width, "embedding_width")
+        self.vocabulary_size = validation.dimension(vocabulary_size, "vocabulary_size")
+        self.embedding_width = validation.dimension(embedding_width, "embedding_width")
         check_policy(weight_init, "weight_init")
         dtype = validation.float_dtype(dtype)
         self.weight = Parameter(initialize(weight_init,
@@ -164,8 +164,8 @@ class PositionalEmbedding(Module):
                  weight_init: str = "xavier_uniform", rng: Rng | None = None,
                  dtype: Any = np.float32):
         super().__init__()
-        self.context_length = validation.positive_integer(context_length, "context_length")
-        self.embedding_width = validation.positive_integer(embedding_width, "embedding_width")
+        self.context_length = validation.dimension(context_length, "context_length")
+        self.embedding_width = validation.dimension(embedding_width, "embedding_width")
         self.table = Embedding(self.context_length, self.embedding_width, weight_init,
                                rng=rng, dtype=dtype)
 
@@ -194,7 +194,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_width: int, eps: float = 1e-5, affine: bool = True,
                  dtype: Any = np.float32):
         super().__init__()
-        self.normalized_width = validation.positive_integer(normalized_width, "normalized_width")
+        self.normalized_width = validation.dimension(normalized_width, "normalized_width")
         self.eps = validation.positive(eps, "LayerNorm eps")
         dtype = validation.float_dtype(dtype)
         if affine:
@@ -234,7 +234,7 @@ class BatchNorm1d(Module):
                  affine: bool = True, track_running_stats: bool = True,
                  dtype: Any = np.float32):
         super().__init__()
-        self.num_features = validation.positive_integer(num_features, "num_features")
+        self.num_features = validation.dimension(num_features, "num_features")
         self.eps = validation.positive(eps, "BatchNorm1d eps")
         self.momentum = None if momentum is None else validation.real(
             momentum, "BatchNorm1d momentum", low=0.0, high=1.0, high_open=False)
@@ -477,12 +477,12 @@ class MLP(Module):
                  bias: bool = True, weight_init: str = "xavier_uniform",
                  bias_init: str = "zero", rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
-        self.input_features = validation.positive_integer(input_features, "input_features")
-        self.output_features = validation.positive_integer(output_features, "output_features")
+        self.input_features = validation.dimension(input_features, "input_features")
+        self.output_features = validation.dimension(output_features, "output_features")
         if isinstance(hidden_sizes, (str, bytes)) or not isinstance(hidden_sizes, Sequence):
             raise TypeError(f"hidden_sizes must be a sequence of positive integers, "
                             f"got {hidden_sizes!r}")
-        hidden = [validation.positive_integer(size, f"hidden_sizes[{i}]")
+        hidden = [validation.dimension(size, f"hidden_sizes[{i}]")
                   for i, size in enumerate(hidden_sizes)]
         if isinstance(activations, (str, bytes)) or not isinstance(activations, Sequence):
             raise TypeError(f"activations must be a sequence of {len(hidden) + 1} entries, "

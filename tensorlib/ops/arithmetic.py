@@ -53,41 +53,52 @@ class Sub(Function):
 
 
 class Mul(Function):
+    """a · b. Each operand is saved only when the other's gradient needs it, so a constant
+    factor may change in place after the forward."""
+
     op_name = "mul"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_broadcast("mul", a, b)
-        ctx.save_for_backward(a, b)
+        wants_a, wants_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
+        ctx.shapes = (a.shape, b.shape)
         return a * b
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
-        grad_a = unbroadcast(grad * b, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = unbroadcast(grad * a, b.shape) if ctx.needs_input_grad[1] else None
+        shape_a, shape_b = ctx.shapes
+        grad_a = unbroadcast(grad * b, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = unbroadcast(grad * a, shape_b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
 class Div(Function):
+    """a / b; the numerator is saved only when the divisor's gradient needs it."""
+
     op_name = "div"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_broadcast("div", a, b)
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        ctx.shapes = (a.shape, b.shape)
         return a / b
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
-        grad_a = unbroadcast(grad / b, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = unbroadcast(-grad * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        shape_a, shape_b = ctx.shapes
+        grad_a = unbroadcast(grad / b, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = unbroadcast(-grad * a / (b * b), shape_b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
 class Pow(Function):
-    """``a ** b`` with both operands tensors; d/db uses log(a), defined for a > 0."""
+    """``a ** b`` with both operands tensors. d/da = b·a^(b-1), 0 where b = 0; d/db =
+    a^b·log(a), 0 where a = 0 and b >= 0 (nan for a < 0, as in PyTorch)."""
 
     op_name = "pow"
 
@@ -103,18 +114,18 @@ class Pow(Function):
         a, b, out = ctx.saved_tensors
         xp = array_module(a)
         grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_a = unbroadcast(grad * b * a ** (b - 1), a.shape)
-        if ctx.needs_input_grad[1]:
-            positive = a > 0
-            log_a = xp.log(xp.where(positive, a, 1))
-            grad_b = unbroadcast(xp.where(positive, grad * out * log_a, 0).astype(b.dtype),
-                                 b.shape)
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_input_grad[0]:
+                grad_a = unbroadcast(xp.where(b == 0, 0, grad * b * a ** (b - 1))
+                                     .astype(a.dtype), a.shape)
+            if ctx.needs_input_grad[1]:
+                grad_b = unbroadcast(xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(a))
+                                     .astype(b.dtype), b.shape)
         return grad_a, grad_b
 
 
 class PowScalar(Function):
-    """``a ** p`` for a Python number ``p``."""
+    """``a ** p`` for a Python number ``p``; d/da = p·a^(p-1), and 0 for p = 0."""
 
     op_name = "pow"
 
@@ -132,6 +143,8 @@ class PowScalar(Function):
         p = ctx.exponent
         if p == 2.0:
             return grad * (2.0 * a)
+        if p == 0.0:
+            return array_module(grad).zeros_like(grad)
         return grad * (p * a ** (p - 1.0))
 
 

@@ -255,8 +255,8 @@ class Gelu(Function):
     """GELU: x·Φ(x) exactly (erf), or the tanh approximation with ``approximate="tanh"``.
 
     The forward computes the slope dGELU/dx along with the value (when a gradient is
-    wanted) and saves only the slope; the backward is grad · slope. Integer input gives a
-    float64 result, as numpy would.
+    wanted) and saves only the slope; the backward is grad · slope. Integer input computes
+    in float32, the default float dtype.
     """
 
     op_name = "gelu"
@@ -267,7 +267,7 @@ class Gelu(Function):
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         if a.dtype.kind != "f":
-            a = a.astype(xp.float64)
+            a = a.astype(xp.float32)
         wanted = ctx.needs_input_grad[0]
         if approximate == "tanh":
             out, slope = tanh_gelu(a, wanted)

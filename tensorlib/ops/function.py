@@ -73,6 +73,8 @@ class Function:
         ctx.needs_input_grad = needs
         output = function.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
             else _timed_forward(ctx, arrays, params)
+        if isinstance(output, np.generic):  # numpy's answer for a 0-d result: make it an array
+            output = _zero_dimensional(ctx, output)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
         if ctx.__class__ is Context and _is_floating(output.dtype):  # integer results: none
@@ -154,6 +156,16 @@ def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
     return arrays
 
 
+def _zero_dimensional(ctx: Context | _Unrecorded, scalar: Any) -> Any:
+    """``scalar`` as a 0-d array, which the op's saved arrays then hold in its place (so
+    that an in-place change of the result is seen by the version check)."""
+    array = np.asarray(scalar)
+    saved = getattr(ctx, "saved", None)
+    if saved:
+        ctx.saved = tuple(array if item is scalar else item for item in saved)
+    return array
+
+
 def _timed_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
     start = time.perf_counter()
     output = ctx.function.forward(ctx, *arrays, **params)
@@ -174,12 +186,13 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
     ctx.input_dtypes = tuple([None if t is None else t._data.dtype for t in inputs])
     ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
     if ctx.saved:
-        saved = {id(array) for array in ctx.saved}
+        saved = {id(array) for array in ctx.saved if array is not None}
         for position, t in enumerate(inputs):
             if t is not None and id(t._data) in saved:
                 ctx.watched.append((t._version, t._version[0], position))
-        if id(output) in saved:
-            ctx.watched.append((result._version, 0, -1))
+        # The output, or the array it is a view of (max's keepdims array, reshaped), saved
+        if id(output) in saved or id(getattr(output, "base", None)) in saved:
+            ctx.watched.append((result._version, result._version[0], -1))
     result.grad_fn = ctx
     result._requires_grad = True
 

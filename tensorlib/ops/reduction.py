@@ -18,6 +18,11 @@ def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None
     return xp.broadcast_to(grad, shape)
 
 
+def _reduced_shape(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The shape left when ``axis`` (None: every axis) is reduced away."""
+    return () if axis is None else tuple(d for i, d in enumerate(shape) if i not in axis)
+
+
 def _count(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> int:
     axes = range(len(shape)) if axis is None else axis
     count = 1
@@ -40,14 +45,17 @@ class Sum(Function):
 
 
 class Mean(Function):
+    """Σ x / n over ``axis``; nan over no elements (0 / 0, as in PyTorch)."""
+
     op_name = "mean"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         count = _count(a.shape, axis)
-        if count == 0:
-            raise ValueError(f"mean over an empty selection (shape {a.shape}, axis {axis})")
         ctx.shape, ctx.axis, ctx.keepdims, ctx.count = a.shape, axis, keepdims, count
+        if count == 0:
+            xp = array_module(a)
+            return xp.full(a.sum(axis=axis, keepdims=keepdims).shape, xp.nan, dtype=a.dtype)
         return a.mean(axis=axis, keepdims=keepdims)
 
     @staticmethod
@@ -67,9 +75,7 @@ class Max(Function):
         out = a.max(axis=axis, keepdims=True)
         ctx.save_for_backward(a, out)
         ctx.axis, ctx.keepdims = axis, keepdims
-        if keepdims:
-            return out
-        return out.reshape(a.max(axis=axis).shape) if axis is not None else out.reshape(())
+        return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -82,49 +88,54 @@ class Max(Function):
 
 
 class Var(Function):
-    """Variance over ``axis`` with ``ddof`` (0: divide by n, the biased estimate)."""
+    """Σ (x - mean)² / (n - ``ddof``) over ``axis`` (``ddof=0``: the biased estimate).
+    Where n - ddof <= 0 the divisor is 0, so the result is nan or inf, as in PyTorch."""
 
     op_name = "var"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
                 ddof: int = 0) -> Any:
+        xp = array_module(a)
         count = _count(a.shape, axis)
-        if count - ddof <= 0:
-            raise ValueError(f"var: {count} elements with ddof={ddof} leave no degrees of freedom")
-        centered = a - a.mean(axis=axis, keepdims=True)
-        ctx.save_for_backward(centered)
-        ctx.axis, ctx.keepdims, ctx.divisor = axis, keepdims, count - ddof
-        return (centered * centered).sum(axis=axis, keepdims=keepdims) / ctx.divisor
+        with _quiet(xp):  # no elements: a nan mean
+            centered = a - (a.mean(axis=axis, keepdims=True) if count else xp.nan)
+            ctx.save_for_backward(centered)
+            ctx.axis, ctx.keepdims = axis, keepdims
+            ctx.divisor = a.dtype.type(max(count - ddof, 0))
+            return (centered * centered).sum(axis=axis, keepdims=keepdims) / ctx.divisor
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (centered,) = ctx.saved_tensors
+        xp = array_module(grad)
         if not ctx.keepdims and ctx.axis is not None:
-            grad = array_module(grad).expand_dims(grad, ctx.axis)
-        return grad * centered * (2.0 / ctx.divisor)
+            grad = xp.expand_dims(grad, ctx.axis)
+        with _quiet(xp):
+            return grad * centered * (2 / ctx.divisor)
 
 
 class LogSumExp(Function):
-    """log Σ exp(x), shifted by the maximum so that large inputs do not overflow."""
+    """log Σ exp(x), shifted by the maximum so that large inputs do not overflow; -inf over
+    no elements (the log of an empty sum, as in PyTorch)."""
 
     op_name = "logsumexp"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         xp = array_module(a)
+        ctx.axis, ctx.keepdims = axis, keepdims
         if a.size == 0:
-            raise ValueError(f"logsumexp of an empty tensor (shape {a.shape})")
+            out = xp.full(a.sum(axis=axis, keepdims=True).shape, -xp.inf, dtype=a.dtype)
+            ctx.save_for_backward(a, out)
+            return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
         shift = a.max(axis=axis, keepdims=True)
         shift = xp.where(xp.isfinite(shift), shift, 0)
         total = xp.exp(a - shift).sum(axis=axis, keepdims=True)
         with _quiet(xp):
             out = shift + xp.log(total)
         ctx.save_for_backward(a, out)
-        ctx.axis, ctx.keepdims = axis, keepdims
-        if keepdims:
-            return out
-        return out.reshape(a.sum(axis=axis).shape) if axis is not None else out.reshape(())
+        return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:

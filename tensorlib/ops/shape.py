@@ -82,13 +82,15 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, index: Any) -> Any:
+        advanced = _is_advanced(index)
         try:
             out = a[index]
+            if not advanced and isinstance(out, np.generic):  # one element: a 0-d view
+                out = a[(*index, Ellipsis) if isinstance(index, tuple) else (index, Ellipsis)]
         except IndexError as error:
             raise IndexError(f"index {index!r} is invalid for a tensor of shape {a.shape}: "
                              f"{error}") from None
-        ctx.input_shape, ctx.index = a.shape, index
-        ctx.advanced = _is_advanced(index)
+        ctx.input_shape, ctx.index, ctx.advanced = a.shape, index, advanced
         return out
 
     @staticmethod

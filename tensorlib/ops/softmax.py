@@ -27,6 +27,8 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
     and sees keys ``0 .. offset + i``; the other keys get probability exactly 0.
     """
     xp = array_module(scores)
+    if scores.size == 0:
+        return xp.zeros_like(scores)  # nothing to normalize
     if causal:
         forbidden = causal_forbidden(xp, *scores.shape[-2:], offset)
         scores = xp.where(forbidden, scores.dtype.type(-xp.inf), scores)
@@ -38,6 +40,8 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
 def log_softmax(a: Any, axis: int = -1) -> Any:
     """log p = (a - max) - log Σ exp(a - max) along ``axis``."""
     xp = array_module(a)
+    if a.size == 0:
+        return xp.zeros_like(a)  # nothing to normalize
     shifted = a - a.max(axis=axis, keepdims=True)
     return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 

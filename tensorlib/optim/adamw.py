@@ -19,7 +19,7 @@ from tensorlib.optim.optimizer import (
 
 
 def _check_betas(value: Any, what: str = "betas") -> tuple[float, float]:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{what} must be a pair (beta1, beta2), got {value!r}")
     return (validation.real(value[0], "beta1", low=0.0, high=1.0),
             validation.real(value[1], "beta2", low=0.0, high=1.0))

@@ -49,7 +49,7 @@ def collect_parameters(params_or_module: ParamsOrModule, allow_empty: bool = Fal
             "expected a Module or an iterable of Parameters, got a single "
             f"{type(params_or_module).__name__}; wrap it in a list"
         )
-    elif isinstance(params_or_module, (str, bytes)) or not isinstance(
+    elif isinstance(params_or_module, (str, bytes, np.ndarray)) or not isinstance(
         params_or_module, Iterable
     ):
         raise TypeError(
@@ -206,7 +206,7 @@ def _group_specs(params_or_module: Any) -> tuple[list[tuple[list[Parameter], lis
     Parameters, one per dict for PyTorch's list of groups; and whether groups were given."""
     dicts: list[bool] = []
     if isinstance(params_or_module, Iterable) and not isinstance(
-            params_or_module, (Module, Tensor, str, bytes, dict)):
+            params_or_module, (Module, Tensor, np.ndarray, str, bytes, dict)):
         params_or_module = list(params_or_module)
         dicts = [isinstance(item, dict) for item in params_or_module]
         if any(dicts) and not all(dicts):

@@ -1,0 +1,182 @@
+"""What random programs found that hand-picked cases had not: each a test named after the
+behaviour it shows, PyTorch's (or a refusal with tensorlib's own clear error where that is
+the documented choice, docs/departures.md). tests/test_differential.py is the fuzzer that
+keeps looking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlib as tl
+import tensorlib.nn.functional as F
+from tensorlib.nn import LayerNorm
+
+
+# ------------------------------------------------------------------------ 1. x ** 0 at x = 0
+def test_the_gradient_of_x_to_the_power_zero_is_zero_even_at_zero():
+    x = tl.tensor([0.0, 2.0], requires_grad=True)
+    (x**0.0).sum().backward()
+    assert np.array_equal(x.grad, [0.0, 0.0])
+
+
+def test_a_tensor_exponent_of_zero_gives_zero_gradients_at_a_zero_base():
+    base = tl.tensor([0.0, 2.0], dtype=np.float64, requires_grad=True)
+    exponent = tl.tensor([0.0, 0.0], dtype=np.float64, requires_grad=True)
+    (base**exponent).sum().backward()
+    assert np.array_equal(base.grad, [0.0, 0.0])
+    assert np.array_equal(exponent.grad, [0.0, np.log(2.0)])  # d/db = a^b log a; 0 at a = 0
+
+
+# ---------------------------------------------------------- 2. 0-d results are 0-d arrays
+def test_a_reduction_to_one_number_can_be_changed_in_place():
+    total = tl.tensor([1.0, 2.0]).sum()
+    assert isinstance(total.data, np.ndarray) and total.shape == ()
+    total.fill_(0)
+    assert total.item() == 0.0
+    total.copy_(tl.tensor(5.0))
+    assert total.item() == 5.0
+
+
+def test_detach_of_a_0d_result_shares_its_values():
+    x = tl.tensor(2.0, requires_grad=True)
+    y = x * 3
+    y.detach().add_(1)
+    assert y.item() == 7.0
+
+
+def test_one_element_of_a_tensor_is_a_view_of_it():
+    c = tl.zeros(2, 3)
+    c[0, 1].fill_(9)
+    assert c.data[0, 1] == 9 and c.data.sum() == 9
+    assert c.version == 1  # the view shares the version counter
+
+
+# ------------------------------------- 3. in-place changes of max and logsumexp results
+@pytest.mark.parametrize("reduce", ["max", "logsumexp"])
+def test_an_in_place_change_of_a_reduced_result_is_refused_at_backward(reduce):
+    x = tl.tensor([[1.0, 5.0, 2.0]], requires_grad=True)
+    result = getattr(x, reduce)(axis=1)
+    result.detach().add_(10)
+    with pytest.raises(RuntimeError, match="in-place|inplace|modified"):
+        result.sum().backward()
+    assert x.grad is None
+
+
+def test_a_constant_factor_may_change_in_place_after_the_forward():
+    x = tl.tensor([1.0, 2.0], requires_grad=True)
+    factor = tl.tensor([3.0, 4.0])
+    y = (x * factor).sum()
+    with tl.no_grad():
+        x.add_(100)  # mul saved only the factor: x's own value is not needed
+    y.backward()
+    assert np.array_equal(x.grad, [3.0, 4.0])
+
+
+# ----------------------------------------------------------------- 4. layer_norm dtypes
+def test_layer_norm_refuses_mixed_float_dtypes_at_the_call():
+    x = tl.tensor(np.ones((2, 3)), dtype=np.float64, requires_grad=True)
+    weight = tl.ones(3, requires_grad=True)  # float32
+    with pytest.raises(TypeError, match="layer_norm: mixed dtypes"):
+        F.layer_norm(x, weight, None)
+    with pytest.raises(TypeError, match="layer_norm: mixed dtypes"):
+        LayerNorm(3)(x)
+
+
+# ------------------------------------------------------------------------- 5. None values
+@pytest.mark.parametrize("call", [
+    lambda t: t.masked_fill(np.array([True, False]), None),
+    lambda t: t.fill_(None),
+    lambda t: t.copy_(None),
+    lambda t: tl.full((2,), None),
+], ids=["masked_fill", "fill_", "copy_", "full"])
+def test_none_as_a_value_is_a_type_error(call):
+    t = tl.zeros(2)
+    with pytest.raises(TypeError, match="None"):
+        call(t)
+    assert np.array_equal(t.data, [0.0, 0.0]) and t.version == 0
+
+
+# ------------------------------------------- 6. tensorlib's own errors, naming the argument
+@pytest.mark.parametrize("call, error, named", [
+    (lambda: tl.zeros(2).add_("a"), TypeError, "add_"),
+    (lambda: tl.zeros(2).mul_(None), TypeError, "mul_"),
+    (lambda: tl.zeros(2).fill_("a"), TypeError, "fill_ value"),
+    (lambda: tl.zeros(2).copy_("a"), TypeError, "copy_"),
+    (lambda: tl.zeros(2).masked_fill(np.array([True, False]), "a"), TypeError, "masked_fill"),
+    (lambda: tl.zeros(2).masked_fill(np.array([True, False]), (1, 4)), TypeError,
+     "masked_fill value"),
+    (lambda: tl.full((2,), "a"), TypeError, "full value"),
+    (lambda: tl.zeros((-2, 3)), ValueError, "zeros shape"),
+    (lambda: tl.full((-2, 3), 1.0), ValueError, "full shape"),
+    (lambda: tl.zeros(10**20), ValueError, "zeros shape"),
+    (lambda: tl.tensor([[1.0, 2.0], [3.0]]), ValueError, "nested lists of different lengths"),
+    (lambda: tl.zeros(2).astype("float128x"), TypeError, "astype dtype"),
+    (lambda: tl.zeros(4).split(2.5), TypeError, "split sizes"),
+    (lambda: tl.zeros(4).split(None), TypeError, "split sizes"),
+    (lambda: tl.zeros(4).var(ddof=None), TypeError, "ddof"),
+    (lambda: tl.zeros(4).sum(keepdims="yes"), TypeError, "keepdims"),
+    (lambda: tl.zeros(4).sum(axis=()), ValueError, "axis=()"),
+    (lambda: F.causal_softmax(tl.zeros(2, 2), scale=None), TypeError, "scale"),
+    (lambda: tl.tensor(np.uint8([1])) + 1000, ValueError, "uint8"),
+    (lambda: tl.tensor([1, 2]) ** -1, ValueError, "negative power"),
+], ids=lambda value: None)
+def test_bad_input_gets_tensorlibs_own_error_naming_it(call, error, named):
+    with pytest.raises(error, match=named.replace("(", r"\(").replace(")", r"\)")) as info:
+        call()
+    assert type(info.value).__module__ == "builtins"  # not numpy's UFuncTypeError and kin
+
+
+@pytest.mark.parametrize("build, named", [
+    (lambda: tl.nn.LayerNorm(10**20), "normalized_width"),
+    (lambda: tl.nn.BatchNorm1d(10**20), "num_features"),
+    (lambda: tl.nn.Linear(10**20, 3), "in_features"),
+    (lambda: tl.nn.Embedding(10**20, 4), "vocabulary_size"),
+], ids=["LayerNorm", "BatchNorm1d", "Linear", "Embedding"])
+def test_a_layer_too_large_for_any_array_is_refused_naming_the_size(build, named):
+    with pytest.raises(ValueError, match=named):
+        build()
+
+
+def test_optimizers_refuse_arrays_where_parameters_and_betas_belong():
+    from tensorlib.optim import SGD, AdamW
+    with pytest.raises(TypeError, match="ndarray"):
+        SGD(np.array(1.0), lr=0.1)
+    parameter = tl.nn.Parameter(np.zeros(2, dtype=np.float32))
+    with pytest.raises(TypeError, match="betas"):
+        AdamW([parameter], betas=np.array(0.9))
+
+
+# ---------------------------------------------------------- 7. softmax over an empty axis
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_over_an_empty_axis_is_empty(name):
+    x = tl.zeros(2, 0, requires_grad=True)
+    out = getattr(x, name)(axis=1)
+    assert out.shape == (2, 0)
+    out.sum().backward()
+    assert x.grad.shape == (2, 0)
+
+
+# ------------------------------------------------- 8. integers in floating ops: float32
+def test_small_integer_tensors_compute_floating_ops_in_float32():
+    ids = tl.tensor(np.uint8([10, 12, 20]))
+    assert ids.exp().dtype == np.float32 and np.isfinite(ids.exp().data).all()
+    total = ids.logsumexp()
+    assert total.dtype == np.float32 and abs(total.item() - 20.000381) < 1e-4
+    assert ids.sum().dtype == np.int64
+
+
+@pytest.mark.parametrize("compute, dtype", [
+    (lambda i: i / i, np.float32),
+    (lambda i: i.mean(), np.float32),
+    (lambda i: i.sqrt(), np.float32),
+    (lambda i: i ** 0.5, np.float32),
+    (lambda i: i ** 3, np.int64),
+    (lambda i: i + 1.5, np.float32),
+    (lambda i: i * tl.tensor([1.0], dtype=np.float64), np.float64),
+    (lambda i: (i > 1).sum(), np.int64),
+    (lambda i: i.softmax(), np.float32),
+], ids=["div", "mean", "sqrt", "pow-float", "pow-int", "add-float", "mul-float64",
+        "sum-bool", "softmax"])
+def test_integer_tensors_promote_as_pytorch_does(compute, dtype):
+    assert compute(tl.tensor([1, 2, 3])).dtype == dtype

@@ -346,10 +346,10 @@ class _Gradients:
             self.retained.append((retained, np.array(grad, copy=True)))
 
     def commit(self) -> None:
-        """Give the retained non-leaves their gradients and add every leaf's gradient to
-        its ``.grad`` (the pass has succeeded)."""
+        """Add each retained non-leaf's gradient and every leaf's gradient to its ``.grad``
+        (the pass has succeeded)."""
         for tensor, grad in self.retained:
-            tensor.grad = grad
+            tensor.grad = grad if tensor.grad is None else tensor.grad + grad
         for tensor, accumulator in self.leaves.values():
             if tensor.grad is None:
                 tensor.grad = accumulator.take()

@@ -775,7 +775,7 @@ def split(tensor: Tensor, sizes: int | Sequence[int], axis: int = 0) -> tuple[Te
     if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
         if sizes <= 0:
             raise ValueError(f"split size must be positive, got {sizes}")
-        sizes = [min(sizes, length - start) for start in range(0, length, int(sizes))]
+        sizes = [min(sizes, length - start) for start in range(0, length, int(sizes))] or [0]
     if not isinstance(sizes, (tuple, list)):
         raise TypeError(f"split sizes must be an integer or a sequence of integers, got "
                         f"{sizes!r}")

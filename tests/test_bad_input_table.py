@@ -23,6 +23,7 @@ import tensorlib.nn.functional as F
 from tensorlib import nn
 from tensorlib.optim import SGD, AdamW
 
+
 class Opaque:
     """Something that is no number, array or tensor (with a repr that is the same in every
     process, for the test ids)."""

@@ -180,3 +180,54 @@ def test_small_integer_tensors_compute_floating_ops_in_float32():
         "sum-bool", "softmax"])
 def test_integer_tensors_promote_as_pytorch_does(compute, dtype):
     assert compute(tl.tensor([1, 2, 3])).dtype == dtype
+
+
+# ------------------------------------------------ found by the fuzzer, after the eight
+def test_a_retained_gradient_accumulates_over_backward_passes():
+    x = tl.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert np.array_equal(y.grad, [2.0, 2.0]) and np.array_equal(x.grad, [4.0, 4.0])
+
+
+def test_splitting_an_empty_axis_gives_one_empty_piece():
+    pieces = tl.split(tl.zeros(0, 3), 2, axis=0)
+    assert [piece.shape for piece in pieces] == [(0, 3)]
+
+
+def test_linear_and_matmul_with_no_features_give_empty_products():
+    x = tl.zeros(2, 0, requires_grad=True)
+    weight = tl.zeros(1, 0, requires_grad=True)
+    y = F.linear(x, weight)
+    assert y.shape == (2, 1) and np.array_equal(y.data, [[0.0], [0.0]])
+    y.sum().backward()
+    assert x.grad.shape == (2, 0) and weight.grad.shape == (1, 0)
+    assert (tl.zeros(4, 1, 0) @ tl.zeros(0, 2)).shape == (4, 1, 2)
+    assert F.linear(tl.zeros(2, 3), tl.zeros(0, 3)).shape == (2, 0)
+
+
+def test_max_of_an_empty_tensor_over_a_non_empty_axis_is_empty():
+    assert tl.zeros(0, 3).max(axis=1).shape == (0,)
+    with pytest.raises(ValueError, match="no elements"):
+        tl.zeros(0, 3).max(axis=0)
+
+
+def test_changing_a_layer_norm_output_in_place_leaves_its_gradient_right():
+    x = tl.tensor(np.array([0.3, -1.2, 0.7]), requires_grad=True)
+    y = F.layer_norm(x)
+    y.detach().add_(0.5)  # the output is not what the backward saved
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, 0.0, atol=1e-12)  # Σ of a normalized row is constant
+
+
+def test_matmul_and_linear_by_a_constant_let_the_other_operand_change_in_place():
+    """d(a @ c)/da needs c, not a: a itself may change after the forward (as in PyTorch)."""
+    a = tl.tensor(np.ones((3, 4)), requires_grad=True)
+    constant = tl.tensor(np.ones((4, 2)))
+    y = (a @ constant).sum() + F.linear(constant.T, a).sum()
+    with tl.no_grad():
+        a.mul_(2)
+    y.backward()
+    assert np.array_equal(a.grad, np.full((3, 4), 4.0))

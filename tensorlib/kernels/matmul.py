@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = ["shared_matmul", "shared_matmul_backward"]
@@ -15,7 +16,8 @@ def shared_matmul(a: Any, b: Any) -> Any:
     Accuracy: the same dot products, blocked differently by BLAS (a few ulps).
     Measured: docs/performance.md, "A batch of rows times one shared matrix".
     """
-    return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+    rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])  # (M, K); M or K may be 0
+    return (rows @ b).reshape(*a.shape[:-1], b.shape[-1])
 
 
 def shared_matmul_backward(a: Any, b: Any, grad: Any,
@@ -27,8 +29,7 @@ def shared_matmul_backward(a: Any, b: Any, grad: Any,
     (``tensorlib.ops.matmul.MatMul.backward``'s general case). Accuracy: a few ulps.
     Measured: docs/performance.md, "A batch of rows times one shared matrix".
     """
-    rows_a = a.reshape(-1, a.shape[-1])  # (M, K)
-    rows_grad = grad.reshape(-1, grad.shape[-1])  # (M, N)
-    grad_a = (rows_grad @ b.T).reshape(a.shape) if needs[0] else None
-    grad_b = rows_a.T @ rows_grad if needs[1] else None
+    rows_grad = grad.reshape(math.prod(grad.shape[:-1]), grad.shape[-1])  # (M, N)
+    grad_a = (rows_grad @ b.T).reshape(*grad.shape[:-1], b.shape[0]) if needs[0] else None
+    grad_b = a.reshape(len(rows_grad), a.shape[-1]).T @ rows_grad if needs[1] else None
     return grad_a, grad_b

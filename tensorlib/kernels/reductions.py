@@ -16,6 +16,7 @@ the elementwise kernels".
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -53,7 +54,7 @@ def blas_product(a: Any, b: Any) -> Any:
 
 def _row_dot(a: Any, vector: Any) -> Any:
     """Each row of ``a`` (its last axis) dotted with ``vector``, kept as an axis of size 1."""
-    products = blas_product(a.reshape(-1, a.shape[-1]), vector)  # (N,)
+    products = blas_product(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), vector)  # (N,)
     return products.reshape(*a.shape[:-1], 1)
 
 

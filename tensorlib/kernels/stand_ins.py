@@ -102,7 +102,8 @@ class SharedMatMulKernel(ops.MatMul):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         ops.matmul._check_matmul_shapes(a, b)
-        ctx.save_for_backward(a, b)
+        wants_a, wants_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
         return shared_matmul(a, b)
 
     @staticmethod

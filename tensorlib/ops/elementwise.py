@@ -185,12 +185,14 @@ class Silu(Function):
         a = _floating(a)
         s = _sigmoid(a)
         ctx.save_for_backward(a, s)
-        return a * s
+        with array_module(a).errstate(invalid="ignore"):  # -inf · 0: nan, as in PyTorch
+            return a * s
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, s = ctx.saved_tensors
-        return grad * (s * (1.0 + a * (1.0 - s)))
+        with array_module(a).errstate(invalid="ignore"):
+            return grad * (s * (1.0 + a * (1.0 - s)))
 
 
 class Sign(Function):
@@ -269,10 +271,8 @@ class Gelu(Function):
         if a.dtype.kind != "f":
             a = a.astype(xp.float32)
         wanted = ctx.needs_input_grad[0]
-        if approximate == "tanh":
-            out, slope = tanh_gelu(a, wanted)
-        else:
-            out, slope = exact_gelu(a, wanted)
+        with xp.errstate(invalid="ignore", over="ignore"):  # ±inf: nan or inf, as in PyTorch
+            out, slope = tanh_gelu(a, wanted) if approximate == "tanh" else exact_gelu(a, wanted)
         ctx.save_for_backward(slope)
         return out
 

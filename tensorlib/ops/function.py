@@ -190,8 +190,10 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
         for position, t in enumerate(inputs):
             if t is not None and id(t._data) in saved:
                 ctx.watched.append((t._version, t._version[0], position))
-        # The output, or the array it is a view of (max's keepdims array, reshaped), saved
-        if id(output) in saved or id(getattr(output, "base", None)) in saved:
+        # The output's memory saved (the output, or an array it is a view of, or a view of
+        # it: max's keepdims array, reshaped; layer_norm's normalized rows)
+        owners = {id(_memory_owner(array)) for array in ctx.saved if array is not None}
+        if id(_memory_owner(output)) in owners:
             ctx.watched.append((result._version, result._version[0], -1))
     result.grad_fn = ctx
     result._requires_grad = True

@@ -3,6 +3,7 @@ operands) and the fused ``linear`` layer, x Wᵀ + b."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tensorlib.autograd import Context, unbroadcast
@@ -27,33 +28,39 @@ def _check_matmul_shapes(a: Any, b: Any) -> None:
 
 class MatMul(Function):
     """C = A @ B. With 1-D operands promoted to matrices, dA = dC @ Bᵀ and dB = Aᵀ @ dC,
-    each summed over the batch axes that were broadcast."""
+    each summed over the batch axes that were broadcast. Each operand is saved only when
+    the other's gradient needs it."""
 
     op_name = "matmul"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_matmul_shapes(a, b)
-        ctx.save_for_backward(a, b)
+        wants_a, wants_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
+        ctx.shapes = (a.shape, b.shape)
         return array_module(a).matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
-        xp = array_module(a)
-        a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
-        b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
-        if b.ndim == 1:  # first, so that vec @ vec's 0-d grad becomes (1,) then (1, 1)
+        shape_a, shape_b = ctx.shapes
+        xp = array_module(grad)
+        if len(shape_b) == 1:  # first, so that vec @ vec's 0-d grad becomes (1,) then (1, 1)
             grad = xp.expand_dims(grad, -1)
-        if a.ndim == 1:
+        if len(shape_a) == 1:
             grad = xp.expand_dims(grad, -2)
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), a2.shape)
-            grad_a = grad_a.reshape(a.shape)
+            b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
+            matrix_shape = (1, *shape_a) if len(shape_a) == 1 else shape_a  # (1, K) a vector
+            grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), matrix_shape)
+            grad_a = grad_a.reshape(shape_a)
         if ctx.needs_input_grad[1]:
-            grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), b2.shape)
-            grad_b = grad_b.reshape(b.shape)
+            a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
+            matrix_shape = (*shape_b, 1) if len(shape_b) == 1 else shape_b
+            grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), matrix_shape)
+            grad_b = grad_b.reshape(shape_b)
         return grad_a, grad_b
 
 
@@ -70,20 +77,23 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:
-        rows = x.reshape(-1, x.shape[-1])  # (N, in)
+        rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # (N, in); N, in may be 0
         out = rows @ weight.T  # (N, out)
         if bias is not None:
             out = ctx.function.add_bias(out, bias)
-        ctx.save_for_backward(x, weight)
+        wanted = ctx.needs_input_grad  # each saved only for the other's gradient
+        ctx.save_for_backward(x if wanted[1] else None, weight if wanted[0] else None)
+        ctx.input_shape = x.shape
         return out.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         x, weight = ctx.saved_tensors
-        rows_grad = grad.reshape(-1, grad.shape[-1])  # (N, out)
+        rows_grad = grad.reshape(math.prod(grad.shape[:-1]), grad.shape[-1])  # (N, out)
         wanted = ctx.needs_input_grad
-        grad_x = (rows_grad @ weight).reshape(x.shape) if wanted[0] else None
-        grad_weight = rows_grad.T @ x.reshape(-1, x.shape[-1]) if wanted[1] else None
+        grad_x = (rows_grad @ weight).reshape(ctx.input_shape) if wanted[0] else None
+        grad_weight = rows_grad.T @ x.reshape(len(rows_grad), x.shape[-1]) if wanted[1] \
+            else None
         grad_bias = ctx.function.column_sum(rows_grad) if wanted[2] else None
         return grad_x, grad_weight, grad_bias
 

@@ -24,6 +24,8 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
         out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
+        if array_module(x).may_share_memory(out, normalized):  # no weight, no bias: out is x̂
+            out = out.copy()  # so that changing the output in place leaves the saved x̂
         ctx.save_for_backward(normalized, inverse_std, weight)
         return out
 
@@ -93,6 +95,8 @@ class BatchNorm(Function):
         out = normalized if weight is None else normalized * weight
         if bias is not None:
             out = out + bias
+        if out is normalized:  # no weight, no bias: the output must not be the saved x̂
+            out = out.copy()
         ctx.save_for_backward(normalized, inverse_std, weight)
         ctx.axes = axes
         return out

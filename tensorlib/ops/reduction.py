@@ -60,19 +60,23 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
+        if ctx.count == 0:  # no elements: an empty gradient
+            return array_module(grad).zeros(ctx.shape, dtype=grad.dtype)
         return _expand_back(grad / ctx.count, ctx.shape, ctx.axis, ctx.keepdims)
 
 
 class Max(Function):
-    """Maximum; tied maxima share the gradient equally."""
+    """Maximum; tied maxima share the gradient equally. Over an axis of length 0 there is
+    no maximum (ValueError); an empty tensor reduced over other axes gives an empty one."""
 
     op_name = "max"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        if a.size == 0:
-            raise ValueError(f"max of an empty tensor (shape {a.shape})")
-        out = a.max(axis=axis, keepdims=True)
+        if _count(a.shape, axis) == 0:
+            raise ValueError(f"max over no elements (shape {a.shape}, axis {axis})")
+        out = a.max(axis=axis, keepdims=True) if a.size else \
+            array_module(a).zeros(a.sum(axis=axis, keepdims=True).shape, dtype=a.dtype)
         ctx.save_for_backward(a, out)
         ctx.axis, ctx.keepdims = axis, keepdims
         return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))

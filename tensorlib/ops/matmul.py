@@ -81,8 +81,9 @@ class Linear(Function):
         out = rows @ weight.T  # (N, out)
         if bias is not None:
             out = ctx.function.add_bias(out, bias)
-        wanted = ctx.needs_input_grad  # each saved only for the other's gradient
-        ctx.save_for_backward(x if wanted[1] else None, weight if wanted[0] else None)
+        # x is saved only for the weight's gradient; the weight always, so that a graph
+        # recorded before Module.to moved it refuses backward (the move bumps its version)
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, weight)
         ctx.input_shape = x.shape
         return out.reshape(*x.shape[:-1], weight.shape[0])
 

@@ -281,7 +281,7 @@ class Tensor:
         """``self += alpha * other`` in place; bumps the version."""
         self._check_in_place("add_")
         value = self._in_place_operand(other, "add_")
-        validation.fill_value(alpha, "add_ alpha")
+        _number(alpha, "add_ alpha")
         self._data += value if alpha == 1.0 else alpha * value
         self._bump_version()
         return self
@@ -296,8 +296,7 @@ class Tensor:
     def fill_(self, value: float) -> Tensor:
         """Set every entry to ``value`` (a number, or a one-element tensor); bumps the
         version."""
-        value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
-                                      "fill_ value")
+        value = _number(value, "fill_ value")
         self._check_in_place("fill_")
         self._data[...] = value
         self._bump_version()
@@ -453,8 +452,7 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         """Replace the entries where ``mask`` is True with ``value`` (a number, or a
         one-element tensor)."""
-        value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
-                                      "masked_fill value")
+        value = _number(value, "masked_fill value")
         return ops.MaskedFill.apply(self, mask=_bool_mask(mask, self.shape, "masked_fill"),
                                     value=value)
 
@@ -571,10 +569,15 @@ class Tensor:
 
 
 # --------------------------------------------------------------------------------- helpers
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _one_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """Accept ``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+        else shape
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """The integers of a shape given as ``reshape(2, 3)`` or ``reshape((2, 3))``."""
+    shape = _one_shape(shape)
     if all(type(dim) is int for dim in shape):
         return shape  # the common case, checked cheaply
     for dim in shape:
@@ -619,6 +622,12 @@ def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[in
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"repeated axis in {axis!r}")
     return normalized
+
+
+def _number(value: Any, what: str) -> Any:
+    """One number to write into a tensor: a Python or numpy number, or a one-element
+    tensor or array (``validation.fill_value``)."""
+    return validation.fill_value(value.data if isinstance(value, Tensor) else value, what)
 
 
 def _keepdims(keepdims: Any) -> bool:
@@ -697,10 +706,8 @@ def tensor(data: Any, dtype: DTypeLike | None = None, requires_grad: bool = Fals
 
 
 def _new_shape(shape: tuple[Any, ...], what: str) -> tuple[int, ...]:
-    """A factory's shape, given as ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return validation.shape(shape, f"{what} shape")
+    """A factory's shape, given as ``zeros(2, 3)`` or ``zeros((2, 3))``, checked."""
+    return validation.shape(_one_shape(shape), f"{what} shape")
 
 
 def zeros(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
@@ -716,8 +723,7 @@ def ones(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -
 def full(shape: ShapeLike, value: float, dtype: DTypeLike = float32,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ``shape`` with every entry ``value`` (a number)."""
-    value = validation.fill_value(value.data if isinstance(value, Tensor) else value,
-                                  "full value")
+    value = _number(value, "full value")
     return Tensor(np.full(validation.shape(shape, "full shape"), value,
                           dtype=validation.tensor_dtype(dtype)), requires_grad=requires_grad)
 

@@ -186,14 +186,13 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
     ctx.input_dtypes = tuple([None if t is None else t._data.dtype for t in inputs])
     ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
     if ctx.saved:
-        saved = {id(array) for array in ctx.saved if array is not None}
+        # An input or the output whose memory the op saved (the array itself, a view of it,
+        # or the array it is a view of: max's keepdims array, reshaped) is watched
+        saved = {id(_memory_owner(array)) for array in ctx.saved if array is not None}
         for position, t in enumerate(inputs):
-            if t is not None and id(t._data) in saved:
+            if t is not None and id(_memory_owner(t._data)) in saved:
                 ctx.watched.append((t._version, t._version[0], position))
-        # The output's memory saved (the output, or an array it is a view of, or a view of
-        # it: max's keepdims array, reshaped; layer_norm's normalized rows)
-        owners = {id(_memory_owner(array)) for array in ctx.saved if array is not None}
-        if id(_memory_owner(output)) in owners:
+        if id(_memory_owner(output)) in saved:
             ctx.watched.append((result._version, result._version[0], -1))
     result.grad_fn = ctx
     result._requires_grad = True

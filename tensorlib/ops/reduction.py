@@ -18,8 +18,12 @@ def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None
     return xp.broadcast_to(grad, shape)
 
 
-def _reduced_shape(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> tuple[int, ...]:
-    """The shape left when ``axis`` (None: every axis) is reduced away."""
+def _reduced_shape(shape: tuple[int, ...], axis: tuple[int, ...] | None,
+                   keepdims: bool = False) -> tuple[int, ...]:
+    """The shape of a reduction over ``axis`` (None: every axis): the reduced axes dropped,
+    or kept with size 1."""
+    if keepdims:
+        return tuple(1 if axis is None or i in axis else d for i, d in enumerate(shape))
     return () if axis is None else tuple(d for i, d in enumerate(shape) if i not in axis)
 
 
@@ -55,7 +59,7 @@ class Mean(Function):
         ctx.shape, ctx.axis, ctx.keepdims, ctx.count = a.shape, axis, keepdims, count
         if count == 0:
             xp = array_module(a)
-            return xp.full(a.sum(axis=axis, keepdims=keepdims).shape, xp.nan, dtype=a.dtype)
+            return xp.full(_reduced_shape(a.shape, axis, keepdims), xp.nan, dtype=a.dtype)
         return a.mean(axis=axis, keepdims=keepdims)
 
     @staticmethod
@@ -76,7 +80,7 @@ class Max(Function):
         if _count(a.shape, axis) == 0:
             raise ValueError(f"max over no elements (shape {a.shape}, axis {axis})")
         out = a.max(axis=axis, keepdims=True) if a.size else \
-            array_module(a).zeros(a.sum(axis=axis, keepdims=True).shape, dtype=a.dtype)
+            array_module(a).zeros(_reduced_shape(a.shape, axis, True), dtype=a.dtype)
         ctx.save_for_backward(a, out)
         ctx.axis, ctx.keepdims = axis, keepdims
         return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
@@ -130,7 +134,7 @@ class LogSumExp(Function):
         xp = array_module(a)
         ctx.axis, ctx.keepdims = axis, keepdims
         if a.size == 0:
-            out = xp.full(a.sum(axis=axis, keepdims=True).shape, -xp.inf, dtype=a.dtype)
+            out = xp.full(_reduced_shape(a.shape, axis, True), -xp.inf, dtype=a.dtype)
             ctx.save_for_backward(a, out)
             return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
         shift = a.max(axis=axis, keepdims=True)

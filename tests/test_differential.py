@@ -1156,13 +1156,15 @@ def _close(ours: np.ndarray, ref: np.ndarray, tol: Tolerance, scale: float,
 
 def compare(program: Program, ours: Record, ref: Record, tol: Tolerance, ours_name: str,
             ref_name: str, snapshot: Record | None = None, dtypes: bool = True,
-            grads: bool = True, gauge: Record | None = None) -> list[str]:
+            grads: bool = True, gauge: Record | None = None,
+            snapshot_gauge: Record | None = None) -> list[str]:
     """Everything in which ``ours`` disagrees with ``ref``, as readable lines.
 
     ``gauge``, for float32: the same program run in float64 by the reference's library;
     each entry may then also differ by 8 times the reference's own float32 rounding error
     there, |ref - gauge| (an ill-conditioned step, such as layer_norm of a nearly constant
-    row, amplifies rounding far beyond the magnitudes involved)."""
+    row, amplifies rounding far beyond the magnitudes involved). ``snapshot_gauge`` is the
+    same for ``snapshot``, the reference run without the in-place changes."""
     problems: list[str] = []
     stop = len(program.actions)
     if ours.raised != ref.raised and (ours.raised is None or ref.raised is None
@@ -1177,7 +1179,9 @@ def compare(program: Program, ours: Record, ref: Record, tol: Tolerance, ours_na
                 # really used may have made that answer
                 problems += _compare_grads(program, ours.grads[r], snapshot.grads[r], tol,
                                            ours_name, f"{ref_name} without the in-place "
-                                           "changes", _grad_scale(snapshot), r)
+                                           "changes", _grad_scale(snapshot), r,
+                                           snapshot_gauge.grads.get(r) if snapshot_gauge
+                                           else None)
             else:
                 problems.append(f"[{r}] {ref_name} raises {ref.raised[1]}: {ref.raised[2]}\n"
                                 f"    but {ours_name} does not raise there")
@@ -1300,11 +1304,13 @@ def _check_against_torch(program: Program) -> None:
     snapshot = None
     if theirs.raised is not None and any(a.kind == "mutate" for a in program.actions):
         snapshot = execute(program, TorchLib(program.dtype), skip_mutations=True)
-    gauge = None
+    gauge = snapshot_gauge = None
     if program.dtype == "float32":  # torch's own float32 rounding error, for the tolerance
         gauge = execute(program, TorchLib("float64"))
+        if snapshot is not None:
+            snapshot_gauge = execute(program, TorchLib("float64"), skip_mutations=True)
     problems = compare(program, ours, theirs, _tolerance(program.dtype), "tensorlib", "torch",
-                       snapshot=snapshot, gauge=gauge)
+                       snapshot=snapshot, gauge=gauge, snapshot_gauge=snapshot_gauge)
     raised = f"tensorlib raised {ours.raised}\ntorch raised {theirs.raised}"
     _fail(program, problems, raised)
 

@@ -232,3 +232,38 @@ def test_matmul_by_a_constant_lets_the_other_operand_change_in_place():
         a.mul_(2)
     y.backward()
     assert np.array_equal(a.grad, np.full((3, 4), 4.0))
+
+
+def test_a_nan_maximum_gives_nan_gradients_quietly_as_pytorchs_amax():
+    x = tl.tensor(np.array([1.0, np.nan, 2.0]), requires_grad=True)
+    x.max().backward()  # RuntimeWarnings from tensorlib are errors in these tests
+    assert np.isnan(x.grad).all()
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_with_zero_gradients():
+    logits = tl.tensor(np.array([[0.5, -0.5]]), requires_grad=True)
+    loss = F.cross_entropy(logits, np.array([-100]))
+    assert np.isnan(loss.item())
+    loss.backward()
+    assert np.array_equal(logits.grad, [[0.0, 0.0]])
+
+
+def test_ignored_targets_get_zero_gradient_even_from_a_nan_upstream_gradient():
+    logits = tl.tensor(np.array([[0.5, -0.5], [1.0, 2.0]]), requires_grad=True)
+    losses = F.cross_entropy(logits, np.array([-100, 1]), reduction="none")
+    losses.backward(np.array([np.nan, 1.0]))
+    assert np.array_equal(logits.grad[0], [0.0, 0.0]) and np.isfinite(logits.grad[1]).all()
+
+
+def test_maximum_with_a_nan_gives_each_side_the_whole_gradient():
+    a = tl.tensor(np.array([0.0, 1.0]), requires_grad=True)
+    b = tl.tensor(np.array([np.nan, 1.0]), requires_grad=True)
+    tl.maximum(a, b).sum().backward()
+    assert np.array_equal(a.grad, [1.0, 0.5]) and np.array_equal(b.grad, [1.0, 0.5])
+
+
+def test_layer_norm_of_a_row_with_an_infinity_is_nan_quietly():
+    x = tl.tensor(np.full((2, 4), -np.inf), requires_grad=True)
+    y = F.layer_norm(x)  # RuntimeWarnings from tensorlib are errors in these tests
+    y.sum().backward()
+    assert np.isnan(y.data).all() and np.isnan(x.grad).all()

@@ -72,7 +72,7 @@ def cross_entropy_backward(log_probs: Any, targets: Any, label_smoothing: float,
         out[xp.arange(stop - start), targets[start:stop]] -= 1.0 - label_smoothing
         out *= weight[start:stop] if per_row else weight
         if kept is not None:
-            out *= kept[start:stop, None]
+            out[~kept[start:stop]] = 0.0  # exactly 0, even for a nan weight
 
     for_row_blocks(block, rows, cpu_elements(log_probs))
     return probs

@@ -161,7 +161,8 @@ class Neg(Function):
 
 
 class Maximum(Function):
-    """Elementwise maximum; at ties the gradient is split evenly between the two inputs."""
+    """Elementwise maximum; at ties the gradient is split evenly between the two inputs.
+    Where one is nan (no order), each gets the whole gradient, as in PyTorch."""
 
     op_name = "maximum"
 
@@ -175,9 +176,14 @@ class Maximum(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
         xp = array_module(a)
-        share_a = xp.where(a > b, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
-        grad_a = unbroadcast(grad * share_a, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = unbroadcast(grad * (1 - share_a), b.shape) if ctx.needs_input_grad[1] else None
+        tie = a == b
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            share_a = xp.where(tie, 0.5, xp.where(a < b, 0.0, 1.0)).astype(grad.dtype)
+            grad_a = unbroadcast(grad * share_a, a.shape)
+        if ctx.needs_input_grad[1]:
+            share_b = xp.where(tie, 0.5, xp.where(a > b, 0.0, 1.0)).astype(grad.dtype)
+            grad_b = unbroadcast(grad * share_b, b.shape)
         return grad_a, grad_b
 
 

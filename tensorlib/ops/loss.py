@@ -93,5 +93,5 @@ class CrossEntropy(Function):
         probs[xp.arange(rows), targets] -= 1.0 - label_smoothing
         probs *= weight
         if kept is not None:
-            probs *= kept[:, None]
+            probs[~kept] = 0.0  # exactly 0, even for a nan weight
         return probs

@@ -10,6 +10,10 @@ from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 
 
+def _quiet(xp: Any) -> Any:
+    return xp.errstate(invalid="ignore", over="ignore")
+
+
 class LayerNorm(Function):
     """y = x̂ · weight + bias with x̂ = (x - mean) / sqrt(var + eps) over the last axis.
 
@@ -23,7 +27,8 @@ class LayerNorm(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
-        out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
+        with _quiet(array_module(x)):  # a row with an infinity: nan, as in PyTorch
+            out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
         if weight is None and bias is None:  # out is x̂: a copy, so that changing the
             out = out.copy()                 # output in place leaves the saved x̂ as it was
         ctx.save_for_backward(normalized, inverse_std, weight)
@@ -48,8 +53,9 @@ class LayerNorm(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         normalized, inverse_std, weight = ctx.saved_tensors
-        return ctx.function.gradients(grad, normalized, inverse_std, weight,
-                                      ctx.needs_input_grad)
+        with _quiet(array_module(grad)):
+            return ctx.function.gradients(grad, normalized, inverse_std, weight,
+                                          ctx.needs_input_grad)
 
     @staticmethod
     def gradients(grad: Any, normalized: Any, inverse_std: Any, weight: Any,

@@ -88,11 +88,13 @@ class Max(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, out = ctx.saved_tensors
+        xp = array_module(a)
         is_max = a == out
-        ties = is_max.sum(axis=ctx.axis, keepdims=True)
+        ties = is_max.sum(axis=ctx.axis, keepdims=True)  # 0 where the maximum is nan
         if not ctx.keepdims and ctx.axis is not None:
-            grad = array_module(a).expand_dims(grad, ctx.axis)
-        return (is_max * (grad / ties)).astype(a.dtype)
+            grad = xp.expand_dims(grad, ctx.axis)
+        with _quiet(xp):  # a nan maximum: nan gradients over its slice, as PyTorch's amax
+            return (is_max * (grad / ties)).astype(a.dtype)
 
 
 class Var(Function):

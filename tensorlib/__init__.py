@@ -14,21 +14,75 @@ from tensorlib.autograd import (
     no_grad,
     unbroadcast,
 )
+from tensorlib.functions import (
+    abs,
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    clone,
+    exp,
+    flatten,
+    gather,
+    log,
+    log10,
+    log_softmax,
+    logsumexp,
+    matmul,
+    max,
+    mean,
+    min,
+    numel,
+    permute,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    sign,
+    softmax,
+    sqrt,
+    squeeze,
+    std,
+    sum,
+    tanh,
+    transpose,
+    unbind,
+    unsqueeze,
+    var,
+)
 from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.kernels import is_reference_mode, reference_mode, set_reference_mode
 from tensorlib.ops.function import Function, custom_gradient
-from tensorlib.rng import Rng, default_rng, manual_seed
+from tensorlib.random import (
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+)
+from tensorlib.rng import Generator, Rng, default_rng, manual_seed
 from tensorlib.tensor import (
     Tensor,
+    allclose,
     arange,
     bool_,
+    cat,
     concat,
+    equal,
     float32,
     float64,
     full,
     int32,
     int64,
+    isclose,
+    linspace,
     maximum,
+    minimum,
     ones,
     ones_like,
     split,
@@ -43,8 +97,8 @@ __version__ = "0.1.0"
 
 # Submodules that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
 # `tl.data` and the rest still work as `torch.nn` does after `import torch`.
-_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data", "interchange",
-                    "memory", "scalar", "tensor", "train", "viz")
+_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data", "functions",
+                    "interchange", "memory", "scalar", "tensor", "train", "viz")
 
 
 def __getattr__(name: str) -> object:
@@ -60,10 +114,15 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Context", "Function", "GradcheckError", "Rng", "Tensor", "arange", "bool_", "concat",
-    "custom_gradient", "default_rng", "enable_grad", "float32", "float64", "full", "gradcheck",
-    "gradcheck_module", "int32", "int64", "is_grad_enabled", "is_reference_mode",
-    "manual_seed", "maximum", "nn", "no_grad", "ones", "ones_like", "optim", "reference_mode",
-    "set_reference_mode", "split", "stack", "tensor", "unbroadcast", "where", "zeros",
-    "zeros_like",
+    "Context", "Function", "Generator", "GradcheckError", "Rng", "Tensor", "abs", "all",
+    "allclose", "amax", "amin", "any", "arange", "argmax", "argmin", "bool_", "cat", "clone",
+    "concat", "custom_gradient", "default_rng", "enable_grad", "equal", "exp", "flatten",
+    "float32", "float64", "full", "gather", "gradcheck", "gradcheck_module", "int32", "int64",
+    "is_grad_enabled", "is_reference_mode", "isclose", "linspace", "log", "log10", "log_softmax",
+    "logsumexp", "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum",
+    "multinomial", "nn", "no_grad", "normal", "numel", "ones", "ones_like", "optim", "permute",
+    "pow", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference_mode",
+    "relu", "reshape", "set_reference_mode", "sigmoid", "sign", "softmax", "split", "sqrt",
+    "squeeze", "stack", "std", "sum", "tanh", "tensor", "transpose", "unbind", "unbroadcast",
+    "unsqueeze", "var", "where", "zeros", "zeros_like"
 ]

@@ -363,7 +363,7 @@ def _seed(root: Tensor, grad: Any) -> Any:
         raise RuntimeError("backward() on a tensor that does not require grad "
                            "(no input of its computation had requires_grad=True)")
     if grad is None:
-        if root.size != 1:
+        if root.numel() != 1:
             raise RuntimeError(f"backward() without a gradient needs a one-element output; "
                                f"got shape {root.shape} (pass grad= of that shape)")
         return np.ones_like(root.data)

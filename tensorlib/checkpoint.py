@@ -387,7 +387,7 @@ def _parameter_chunks(named: dict[str, Parameter]) -> list[bytes]:
         if any(dim > _U32_MAX for dim in shape) or len(shape) > _U32_MAX:
             raise ValueError(f"parameter '{name}' shape {shape} does not fit u32 dims")
         chunks.append(_name_bytes(name))
-        chunks.append(struct.pack(f"<I{len(shape)}IQ", len(shape), *shape, parameter.size))
+        chunks.append(struct.pack(f"<I{len(shape)}IQ", len(shape), *shape, parameter.numel()))
         chunks.append(_f32_bytes(parameter.data, f"parameter '{name}'"))
     return chunks
 
@@ -414,11 +414,11 @@ def _adamw_chunks(named: dict[str, Parameter], optimizer: Any, owner: str) -> li
         if first is None or second is None:  # state not created yet: the initial zeros
             first = second = np.zeros(parameter.shape, dtype=_F32)
         first, second = np.asarray(first), np.asarray(second)
-        if first.size != parameter.size or second.size != parameter.size:
+        if first.size != parameter.numel() or second.size != parameter.numel():
             raise ValueError(f"AdamW moments of '{name}' have {first.size}/{second.size} "
-                             f"elements, the parameter has {parameter.size}")
+                             f"elements, the parameter has {parameter.numel()}")
         chunks.append(_name_bytes(name))
-        chunks.append(struct.pack("<QQ", step, parameter.size))
+        chunks.append(struct.pack("<QQ", step, parameter.numel()))
         chunks.append(_f32_bytes(first, f"AdamW first moments of '{name}'"))
         chunks.append(_f32_bytes(second, f"AdamW second moments of '{name}'"))
     return chunks

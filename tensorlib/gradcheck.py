@@ -126,8 +126,8 @@ def gradcheck_module(module: Any, run: Callable[[], Tensor], eps: float = 1e-6,
 
     for name, parameter in named:
         analytic = parameter.grad if parameter.grad is not None else np.zeros(parameter.shape)
-        count = parameter.size if entries is None else min(entries, parameter.size)
-        flat = np.unique(np.linspace(0, parameter.size - 1, count).astype(int))
+        count = parameter.numel() if entries is None else min(entries, parameter.numel())
+        flat = np.unique(np.linspace(0, parameter.numel() - 1, count).astype(int))
         indices = zip(*np.unravel_index(flat, parameter.shape), strict=True)
         _compare(f"parameter '{name}'", parameter.data, analytic, projected, indices,
                  eps, atol, rtol)

@@ -24,6 +24,10 @@ Floating-point results follow the float32 arithmetic of the reference C implemen
 * ``unit``: the top 24 bits of a draw, times 2^-24, so a float32 in [0, 1).
 * ``uniform``: ``low + (high - low) * unit``, each operation rounded to float32.
 * ``normal``: Box-Muller with two draws per sample (see :meth:`Rng.normal`).
+
+``Generator`` is PyTorch's name for the same class, so ``Generator().manual_seed(42)`` reads
+as it does in PyTorch and the result is an ``Rng``. ``tensorlib.random`` has PyTorch's
+random factories (``randn``, ``randint``, ``multinomial``, ...) on top of it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import numpy as np
 
 from tensorlib import validation
 
-__all__ = ["Rng", "default_rng", "manual_seed"]
+__all__ = ["Generator", "Rng", "default_rng", "manual_seed"]
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN_GAMMA = 0x9E3779B97F4A7C15
@@ -138,19 +142,32 @@ def _unit_float32(draws: np.ndarray) -> np.ndarray:
 class Rng:
     """A splitmix64 generator whose whole state is one unsigned 64-bit integer.
 
-    ``Rng(seed)`` starts from ``state = seed``. Every method that takes ``size`` returns a
-    Python scalar when ``size`` is None, and otherwise an array of that shape whose values
-    are exactly the values the same number of scalar calls would have returned, in C order.
+    ``Rng(seed)`` starts from ``state = seed`` (``Rng()`` from 0); ``manual_seed(seed)`` starts
+    it again, as PyTorch's ``Generator.manual_seed`` does. Every method that takes ``size``
+    returns a Python scalar when ``size`` is None, and otherwise an array of that shape whose
+    values are exactly the values the same number of scalar calls would have returned, in C
+    order.
 
     >>> rng = Rng(0)
     >>> hex(rng.next_u64())
     '0xe220a8397b1dcdaf'
     """
 
-    __slots__ = ("_state",)
+    __slots__ = ("_state", "_initial_seed")
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int = 0) -> None:
         self._state = _check_u64(seed, "seed")
+        self._initial_seed = self._state
+
+    def manual_seed(self, seed: int) -> Rng:
+        """Set the state to ``seed`` (an int in [0, 2^64)) and return this generator."""
+        self._state = _check_u64(seed, "seed")
+        self._initial_seed = self._state
+        return self
+
+    def initial_seed(self) -> int:
+        """The seed last given to the constructor or to :meth:`manual_seed`."""
+        return self._initial_seed
 
     # ----------------------------------------------------------------- state
 
@@ -164,8 +181,11 @@ class Rng:
         self._state = _check_u64(value, "state")
 
     def copy(self) -> Rng:
-        """An independent generator with the same state (drawing from one leaves the other)."""
-        return Rng(self._state)
+        """An independent generator with the same state and initial seed (drawing from one
+        leaves the other)."""
+        twin = Rng(self._initial_seed)
+        twin._state = self._state
+        return twin
 
     def __repr__(self) -> str:
         return f"Rng(state=0x{self._state:016x})"
@@ -373,6 +393,11 @@ class Rng:
         return (self._draw_u64_array(count) >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
+# PyTorch's name for the generator: one class, two names, so ``isinstance(g, Rng)`` holds for
+# every ``Generator()`` and ``Generator().manual_seed(42)`` returns an ``Rng``.
+Generator = Rng
+
+
 # --------------------------------------------------------------------------- process default
 _default = Rng(0)
 
@@ -388,5 +413,4 @@ def default_rng() -> Rng:
 
 def manual_seed(seed: int) -> Rng:
     """Reseed the process-wide default generator and return it."""
-    _default.state = seed
-    return _default
+    return _default.manual_seed(seed)

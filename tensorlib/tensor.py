@@ -12,12 +12,12 @@ import math
 import numbers
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.autograd import is_grad_enabled, run_backward
+from tensorlib.autograd import is_grad_enabled, no_grad, run_backward
 from tensorlib.backend import device_of, is_backend_array, to_device
 
 DTypeLike = Any
@@ -30,6 +30,9 @@ int32 = np.dtype(np.int32)
 bool_ = np.dtype(np.bool_)
 
 DEFAULT_FLOAT = float32
+
+# numpy's keepdims= when not given (None is a value a caller can wrongly pass)
+_NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "<not given>"})()
 
 
 def _is_floating(dtype: np.dtype) -> bool:
@@ -74,6 +77,36 @@ def _as_array(data: Any, dtype: np.dtype | None) -> np.ndarray:
                         f"{type(data).__name__}") from None
 
 
+class _SizeMethod:
+    """What ``x.size`` is: called, the shape (``x.size()``) or one dim's length
+    (``x.size(1)``), as PyTorch's method; used as a number, as numpy's ``.size`` is, a
+    TypeError naming ``numel()``, so numpy habits fail loudly instead of comparing a method
+    with a number."""
+
+    __slots__ = ("_shape",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, shape: tuple[int, ...]):
+        self._shape = shape
+
+    def __call__(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self._shape
+        return self._shape[_axis(dim, len(self._shape))]
+
+    def _refuse(self, *other: Any) -> Any:
+        raise TypeError("size is a method, as in PyTorch: x.size() is the shape, x.size(d) "
+                        "one dim's length and x.numel() the number of elements")
+
+    __bool__ = __int__ = __index__ = __float__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __floordiv__ = __mod__ = _refuse
+
+    def __repr__(self) -> str:
+        return f"<method size of a tensor of shape {self._shape}>"
+
+
 class Tensor:
     """An array with an optional gradient and the graph node that produced it.
 
@@ -82,7 +115,7 @@ class Tensor:
     made a non-leaf tensor. Only floating-point tensors can require gradients.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "grad_fn", "_version", "name",
+    __slots__ = ("_data", "grad", "_requires_grad", "grad_fn", "_version", "_view_of", "name",
                  "__weakref__")
     __array_priority__ = 1000  # numpy defers ``ndarray <op> Tensor`` to the Tensor
     __array_ufunc__ = None
@@ -92,6 +125,7 @@ class Tensor:
         self.grad: np.ndarray | None = None
         self.grad_fn = None
         self._version = [0]  # a shared box, so a detached view sees the same counter
+        self._view_of: tuple[weakref.ref, Any] | None = None  # x[i]: (x, i), see __getitem__
         self.name: str | None = None
         self._requires_grad = False
         self.requires_grad = requires_grad
@@ -106,6 +140,7 @@ class Tensor:
         tensor.grad = None
         tensor.grad_fn = None
         tensor._version = [0]
+        tensor._view_of = None
         tensor.name = None
         tensor._requires_grad = False
         return tensor
@@ -149,8 +184,22 @@ class Tensor:
         return self._data.dtype
 
     @property
-    def size(self) -> int:
+    def size(self) -> _SizeMethod:
+        """``x.size()`` is the shape and ``x.size(d)`` one dim's length, as in PyTorch (the
+        element count is ``x.numel()``). Used as numpy's ``.size`` number, it raises."""
+        return _SizeMethod(self._data.shape)
+
+    def numel(self) -> int:
+        """The number of elements."""
         return self._data.size
+
+    def nelement(self) -> int:
+        """The number of elements (PyTorch's other name for :meth:`numel`)."""
+        return self._data.size
+
+    def dim(self) -> int:
+        """The number of dims (``x.ndim``)."""
+        return self._data.ndim
 
     @property
     def version(self) -> int:
@@ -165,8 +214,9 @@ class Tensor:
     def device(self) -> str:
         return device_of(self._data)
 
-    def to(self, device: str) -> Tensor:
-        """This tensor's values on ``device`` ("cpu", "cuda" or a registered backend).
+    def to(self, device: Any) -> Tensor:
+        """This tensor's values on ``device`` ("cpu", "cuda" or a registered backend); given a
+        dtype instead (``x.to(tensorlib.float64)``), :meth:`astype`.
 
         Returns ``self`` when it already lives there. Otherwise returns a new leaf tensor
         holding a copy on ``device`` that is *not* connected to the graph (it does not
@@ -174,6 +224,8 @@ class Tensor:
         parameters with ``Module.to``. ValueError for an unknown device, RuntimeError for
         one that is not available here.
         """
+        if not isinstance(device, str):
+            return self if device == self.dtype else self.astype(device)
         moved = to_device(self._data, device)  # validates the device name first
         if device_of(self._data) == device:
             return self
@@ -194,9 +246,35 @@ class Tensor:
         return object.__hash__(self)
 
     def __bool__(self) -> bool:
-        if self.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
-        return bool(self._data)
+        return bool(self._one_value("bool()"))
+
+    def __float__(self) -> float:
+        return float(self._one_value("float()"))
+
+    def __int__(self) -> int:
+        return int(self._one_value("int()"))
+
+    def __index__(self) -> int:
+        """An integer tensor of one element used where Python wants an index (``range(t)``,
+        ``list[t]``)."""
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors of one element can be used as an index, "
+                            f"got dtype {self.dtype}")
+        return int(self._one_value("an index"))
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its number (``f"{loss:.4f}"``), as in PyTorch; others as
+        their repr."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def _one_value(self, what: str) -> Any:
+        if self._data.size != 1:
+            raise ValueError(f"{what} needs a tensor with one element, got shape {self.shape}")
+        return self._data.reshape(()).item()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return np.asarray(self._data, dtype=dtype)
@@ -217,9 +295,7 @@ class Tensor:
 
     def item(self) -> float | int | bool:
         """The single value of a one-element tensor as a Python number."""
-        if self.size != 1:
-            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
-        return self._data.reshape(()).item()
+        return self._one_value("item()")
 
     def tolist(self) -> Any:
         return self._data.tolist()
@@ -245,65 +321,169 @@ class Tensor:
         run_backward(self, grad.data if isinstance(grad, Tensor) else grad, retain_graph)
 
     # ----------------------------------------------------------------------------- in place
+    # An in-place change writes into the tensor's own memory, so its views see the new values,
+    # and bumps the version it shares with them: a graph node that saved the old values then
+    # refuses backward. When the change is recorded (grad mode on, and the tensor or the value
+    # written into it requires grad), the tensor is rebased: its new grad_fn is the change's
+    # node, whose input is a copy of the old value, carrying the old grad_fn.
     def _bump_version(self) -> None:
         self._version[0] += 1
 
-    def _check_in_place(self, what: str) -> None:
-        if self.grad_fn is not None:
-            raise RuntimeError(f"{what}: in-place change of a non-leaf tensor is not supported")
-        if self.requires_grad and is_grad_enabled():
-            raise RuntimeError(f"{what}: a leaf tensor that requires grad cannot be changed in "
-                               "place while gradients are recorded; "
-                               "use `with tensorlib.no_grad():`")
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._in_place(lambda old: old + other, other, "+=")
 
-    def _in_place_operand(self, other: Any, what: str) -> np.ndarray:
-        value = other.data if isinstance(other, Tensor) \
-            else other if is_backend_array(other) else validation.numeric_array(other, what)
-        if value.shape == self.shape or value.shape == ():
-            return value
-        try:
-            fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(f"{what}: shape {value.shape} cannot be broadcast to the tensor's "
-                             f"shape {self.shape}")
-        return value
+    def __isub__(self, other: Any) -> Tensor:
+        return self._in_place(lambda old: old - other, other, "-=")
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._in_place(lambda old: old * other, other, "*=")
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._in_place(lambda old: old / other, other, "/=")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``x[index] = value``: numpy's indexing, ``value`` (a number, array or tensor)
+        broadcast to the entries and cast to this tensor's dtype."""
+        self._set(ops.normalize_index(index, self.shape), value, "item assignment")
 
     def copy_(self, source: Any) -> Tensor:
-        """Overwrite the values in place (broadcasting ``source``); bumps the version."""
-        self._check_in_place("copy_")
-        self._data[...] = self._in_place_operand(source, "copy_")
-        self._bump_version()
+        """Overwrite every value with ``source`` (broadcast, cast to this dtype)."""
+        if hasattr(source, "shape") and source.shape != self.shape:
+            self._check_broadcast_to_self(source.shape, "copy_")
+        self._set(Ellipsis, source, "copy_")
         return self
 
     def add_(self, other: Any, alpha: float = 1.0) -> Tensor:
-        """``self += alpha * other`` in place; bumps the version."""
-        self._check_in_place("add_")
-        value = self._in_place_operand(other, "add_")
-        _number(alpha, "add_ alpha")
-        self._data += value if alpha == 1.0 else alpha * value
-        self._bump_version()
-        return self
+        """``self += alpha * other``, in place."""
+        alpha = _number(alpha, "add_ alpha")
+        other = _in_place_operand(other, "add_")
+        return self._in_place(lambda old: old + (other if alpha == 1 else alpha * other),
+                              other, "add_")
 
     def mul_(self, other: Any) -> Tensor:
-        """``self *= other`` in place; bumps the version."""
-        self._check_in_place("mul_")
-        self._data *= self._in_place_operand(other, "mul_")
-        self._bump_version()
-        return self
+        """``self *= other``, in place."""
+        other = _in_place_operand(other, "mul_")
+        return self._in_place(lambda old: old * other, other, "mul_")
 
     def fill_(self, value: float) -> Tensor:
-        """Set every entry to ``value`` (a number, or a one-element tensor); bumps the
-        version."""
-        value = _number(value, "fill_ value")
-        self._check_in_place("fill_")
-        self._data[...] = value
-        self._bump_version()
+        """Set every entry to ``value`` (a number, or a one-element tensor)."""
+        self._set(Ellipsis, _number(value, "fill_ value"), "fill_")
         return self
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return the tensor."""
+        self.requires_grad = requires_grad
+        return self
+
+    def _records(self, value: Any) -> bool:
+        """Whether an in-place change by ``value`` is recorded in the graph."""
+        return is_grad_enabled() and (
+            self._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+
+    def _in_place(self, compute: Any, operand: Any, what: str) -> Tensor:
+        """Make ``compute(old value)``, an out-of-place op, this tensor's new value."""
+        if not self._records(operand):
+            with no_grad():
+                result = compute(self)
+            self._check_result(result, what)
+            self._write(result, what)
+            return self
+        return self._rebase(compute, what)
+
+    def _set(self, index: Any, value: Any, what: str, exclude: Tensor | None = None) -> None:
+        view_of = getattr(value, "_view_of", None)
+        if view_of is not None and view_of[0]() is self and not ops.is_advanced_index(index) \
+                and view_of[1] == index:
+            return  # `x[i] += v`: the change went through the view x[i] into x already
+        if not self._records(value):
+            source = value.data if isinstance(value, Tensor) else \
+                value if is_backend_array(value) else validation.numeric_array(value, what)
+            try:
+                self._data[index] = source  # numpy casts to this dtype, as PyTorch does
+            except IndexError as error:
+                raise IndexError(f"{what}: index {index!r} is invalid for a tensor of shape "
+                                 f"{self.shape}: {error}") from None
+            except ValueError as error:
+                raise ValueError(f"{what}: {error}") from None
+            self._bump_version()
+            return
+        value = as_operand(value, like=self)
+        if value.dtype != self.dtype:
+            value = value.astype(self.dtype)
+        self._rebase(lambda old: ops.IndexPut.apply(old, value, index=index), what, exclude)
+
+    def _rebase(self, compute: Any, what: str, exclude: Tensor | None = None) -> Tensor:
+        """A recorded in-place change (see the comment above)."""
+        if self.grad_fn is None and self._requires_grad:
+            raise RuntimeError(f"{what}: a leaf tensor that requires grad cannot be changed in "
+                               "place while gradients are recorded; "
+                               "use `with tensorlib.no_grad():`")
+        base = self._view_of[0]() if self._view_of is not None else None
+        if base is not None:  # x[i] changed: change x, of which this is again the view x[i]
+            new_value = compute(self._old_value())
+            self._check_result(new_value, what)
+            base._set(self._view_of[1], new_value, what, exclude=self)
+            self.grad_fn = base[self._view_of[1]].grad_fn
+            self._requires_grad = True
+            return self
+        views = [view for view in ops.views_of(self) if view is not exclude]
+        if any(view is self for view in views):
+            raise RuntimeError(f"{what}: a recorded in-place change of this view (made by "
+                               "reshape, transpose, expand or squeeze) is not supported: the "
+                               "tensor it views would not see it in the graph; clone() it "
+                               "first")
+        if any(view.grad_fn is not None for view in views):
+            raise RuntimeError(f"{what}: this tensor has views recorded in the graph (x[...], "
+                               "reshape, transpose...) whose gradients would be wrong after "
+                               "an in-place change; change it before taking views, or "
+                               "clone() it")
+        result = compute(self._old_value())
+        self._check_result(result, what)
+        self._write(result, what)
+        old_node = self.grad_fn
+        self.grad_fn, self._requires_grad = result.grad_fn, True
+        if old_node is not None and old_node.retained_output is not None \
+                and old_node.retained_output() is self:
+            old_node.retained_output, self.grad_fn.retained_output = None, weakref.ref(self)
+        return self
+
+    def _old_value(self) -> Tensor:
+        """A copy of this tensor's values that carries its current place in the graph."""
+        old = Tensor._from_array(self._data.copy())
+        old.grad_fn, old._requires_grad = self.grad_fn, self._requires_grad
+        return old
+
+    def _check_result(self, result: Tensor, what: str) -> None:
+        """An in-place change's result must fit this tensor's shape and dtype."""
+        if result.shape != self.shape:
+            raise ValueError(f"{what}: the result has shape {result.shape}, not the tensor's "
+                             f"shape {self.shape} (an in-place change cannot grow a tensor)")
+        if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype,
+                                                          casting="same_kind"):
+            raise TypeError(f"{what}: the result's dtype {result.dtype} cannot be written "
+                            f"into a tensor of dtype {self.dtype}")
+
+    def _write(self, result: Tensor, what: str) -> None:
+        """Write an in-place change's result into this tensor's memory."""
+        try:
+            self._data[...] = result._data
+        except ValueError:
+            raise RuntimeError(f"{what}: this tensor's memory is read-only (an expand() "
+                               "view shares one value among entries); clone() it "
+                               "first") from None
+        self._bump_version()
+
+    def _check_broadcast_to_self(self, shape: tuple[int, ...], what: str) -> None:
+        try:
+            fits = np.broadcast_shapes(shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{what}: shape {shape} cannot be broadcast to the tensor's "
+                             f"shape {self.shape}")
 
     # ----------------------------------------------------------------------------- dtype
     def astype(self, dtype: DTypeLike) -> Tensor:
@@ -312,6 +492,12 @@ class Tensor:
 
     def float(self) -> Tensor:
         return self.astype(float32)
+
+    def int(self) -> Tensor:
+        return self.astype(int32)
+
+    def bool(self) -> Tensor:
+        return self.astype(bool_)
 
     def double(self) -> Tensor:
         return self.astype(float64)
@@ -406,6 +592,13 @@ class Tensor:
     def log(self) -> Tensor:
         return ops.Log.apply(_floating(self))
 
+    def log10(self) -> Tensor:
+        """The base-10 logarithm, log(x) / log(10)."""
+        return self.log() * (1 / math.log(10))
+
+    def pow(self, exponent: Any) -> Tensor:
+        return self ** exponent
+
     def sqrt(self) -> Tensor:
         return ops.Sqrt.apply(_floating(self))
 
@@ -457,43 +650,142 @@ class Tensor:
                                     value=value)
 
     # ----------------------------------------------------------------------------- reductions
-    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        """The sum over ``axis`` (None: every axis); integer and boolean tensors sum to int64."""
+    # PyTorch's spellings are the parameters (dim, keepdim); numpy's (axis=, keepdims=) are
+    # accepted as keywords, as PyTorch accepts them.
+    def sum(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+            axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The sum over ``dim`` (None: every dim); integer and boolean tensors sum to int64."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
         values = self if self.dtype.kind not in "biu" or self.dtype == int64 \
             else Tensor._from_array(self._data.astype(int64))
-        return ops.Sum.apply(values, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
+        return ops.Sum.apply(values, axis=dims, keepdims=keep)
 
-    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        """The mean over ``axis`` (None: every axis); nan over no elements."""
-        return ops.Mean.apply(_floating(self), axis=_axes(axis, self.ndim),
-                              keepdims=_keepdims(keepdims))
+    def mean(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+             axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The mean over ``dim`` (None: every dim); nan over no elements."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return ops.Mean.apply(_floating(self), axis=dims, keepdims=keep)
 
-    def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return ops.Max.apply(self, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
+    def amax(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+             axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The maximum over ``dim`` (an int, a tuple or None: every dim); tied maxima share
+        the gradient equally."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return ops.Max.apply(self, axis=dims, keepdims=keep)
 
-    def min(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return -ops.Max.apply(-self, axis=_axes(axis, self.ndim), keepdims=_keepdims(keepdims))
+    def amin(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+             axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The minimum over ``dim``, as :meth:`amax`."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return -ops.Max.apply(-self, axis=dims, keepdims=keep)
 
-    def var(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
-            ddof: int = 0) -> Tensor:
-        """Variance: the sum of squared deviations divided by n - ``ddof`` (``ddof=0``, the
-        biased estimate, numpy's default, unless asked otherwise); nan or inf where that is
-        0 or less, as in PyTorch."""
-        ddof = validation.integer(ddof, "var ddof", minimum=0)
-        return ops.Var.apply(_floating(self), axis=_axes(axis, self.ndim),
-                             keepdims=_keepdims(keepdims), ddof=ddof)
+    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _NOT_GIVEN) -> Tensor | MaxMin:
+        """As PyTorch: ``x.max()`` is the largest entry (tied maxima share the gradient);
+        ``x.max(dim)`` is the pair ``(values, indices)`` along ``dim``, whose values take
+        their gradient at ``indices`` (the first maximum); ``x.max(other)`` is
+        :func:`maximum`."""
+        if isinstance(dim, Tensor):
+            return maximum(self, dim)
+        return self._extreme("max", dim, keepdim, axis, keepdims)
 
-    def logsumexp(self, axis: int | tuple[int, ...] | None = None,
-                  keepdims: bool = False) -> Tensor:
-        """log Σ exp(x) over ``axis``; -inf over no elements."""
-        return ops.LogSumExp.apply(_floating(self), axis=_axes(axis, self.ndim),
-                                   keepdims=_keepdims(keepdims))
+    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _NOT_GIVEN) -> Tensor | MaxMin:
+        """As :meth:`max`, for the smallest entry."""
+        if isinstance(dim, Tensor):
+            return -maximum(-self, -dim)
+        return self._extreme("min", dim, keepdim, axis, keepdims)
 
-    def softmax(self, axis: int = -1) -> Tensor:
-        return ops.Softmax.apply(_floating(self), axis=_axis(axis, self.ndim))
+    def _extreme(self, which: str, dim: Any, keepdim: Any, axis: Any,
+                 keepdims: Any) -> Tensor | MaxMin:
+        dim = _dim_or_axis(dim, axis, which)
+        if dim is None:
+            if keepdim or keepdims is not _NOT_GIVEN:
+                raise TypeError(f"{which}() over every dim takes no keepdim, as in PyTorch; "
+                                f"use a{which}(keepdim=True)")
+            return self.amax() if which == "max" else self.amin()
+        if isinstance(dim, (tuple, list)):
+            raise TypeError(f"{which}(dim) takes one dim, got {dim!r}; a{which}(dim) reduces "
+                            "over several")
+        dim = _axis(dim, self.ndim)
+        keep = _keepdims(keepdim if keepdims is _NOT_GIVEN else keepdims)
+        if self.shape[dim] == 0:
+            raise ValueError(f"{which} over no elements (shape {self.shape}, dim {dim})")
+        indices = self.argmax(dim, keepdim=True) if which == "max" \
+            else self.argmin(dim, keepdim=True)
+        values = self.gather(dim, indices)
+        if not keep:
+            values, indices = values.squeeze(dim), indices.squeeze(dim)
+        return MaxMin(values, indices)
 
-    def log_softmax(self, axis: int = -1) -> Tensor:
-        return ops.LogSoftmax.apply(_floating(self), axis=_axis(axis, self.ndim))
+    def argmax(self, dim: int | None = None, keepdim: bool = False, *, axis: Any = None,
+               keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The index (int64) of the first maximum along ``dim`` (None: in the flattened
+        tensor); a nan counts as the maximum, as in PyTorch."""
+        return self._arg_extreme(np.argmax, dim, keepdim, axis, keepdims)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False, *, axis: Any = None,
+               keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """The index (int64) of the first minimum along ``dim``, as :meth:`argmax`."""
+        return self._arg_extreme(np.argmin, dim, keepdim, axis, keepdims)
+
+    def _arg_extreme(self, find: Any, dim: Any, keepdim: Any, axis: Any,
+                     keepdims: Any) -> Tensor:
+        dim = _dim_or_axis(dim, axis, find.__name__)
+        keep = _keepdims(keepdim if keepdims is _NOT_GIVEN else keepdims)
+        if dim is not None:
+            dim = _axis(dim, self.ndim)
+        if (self._data.size if dim is None else self.shape[dim]) == 0:
+            raise ValueError(f"{find.__name__} over no elements (shape {self.shape})")
+        data = np.asarray(self._data)
+        if dim is None:
+            found = np.asarray(find(data))
+            return Tensor._from_array(found.reshape((1,) * self.ndim) if keep else found)
+        return Tensor._from_array(find(data, axis=dim, keepdims=keep).astype(int64))
+
+    def var(self, dim: int | tuple[int, ...] | None = None, unbiased: bool | None = None,
+            keepdim: bool = False, *, correction: float | None = None, axis: Any = None,
+            keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """Variance: Σ (x - mean)² / (n - ``correction``), with PyTorch's default
+        ``correction=1`` (the unbiased estimate; ``unbiased=False`` or ``correction=0`` for
+        the biased one); nan or inf where n - correction is 0 or less, as in PyTorch."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return ops.Var.apply(_floating(self), axis=dims, keepdims=keep,
+                             correction=_correction(unbiased, correction, "var"))
+
+    def std(self, dim: int | tuple[int, ...] | None = None, unbiased: bool | None = None,
+            keepdim: bool = False, *, correction: float | None = None, axis: Any = None,
+            keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """Standard deviation, the square root of :meth:`var` (same arguments); where it is
+        0 its gradient is 0, as in PyTorch."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return ops.Std.apply(_floating(self), axis=dims, keepdims=keep,
+                             correction=_correction(unbiased, correction, "std"))
+
+    def logsumexp(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+                  axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """log Σ exp(x) over ``dim``; -inf over no elements."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return ops.LogSumExp.apply(_floating(self), axis=dims, keepdims=keep)
+
+    def all(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+            axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """True (a bool tensor) where every entry over ``dim`` is non-zero."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return Tensor._from_array(np.asarray(self._data).all(axis=dims, keepdims=keep))
+
+    def any(self, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
+            axis: Any = None, keepdims: Any = _NOT_GIVEN) -> Tensor:
+        """True (a bool tensor) where some entry over ``dim`` is non-zero."""
+        dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
+        return Tensor._from_array(np.asarray(self._data).any(axis=dims, keepdims=keep))
+
+    def softmax(self, dim: int = -1, *, axis: int | None = None) -> Tensor:
+        return ops.Softmax.apply(_floating(self), axis=_one_dim(self, dim, axis, "softmax"))
+
+    def log_softmax(self, dim: int = -1, *, axis: int | None = None) -> Tensor:
+        return ops.LogSoftmax.apply(_floating(self),
+                                    axis=_one_dim(self, dim, axis, "log_softmax"))
 
     # ----------------------------------------------------------------------------- shape
     def reshape(self, *shape: Any) -> Tensor:
@@ -503,8 +795,14 @@ class Tensor:
     def view(self, *shape: Any) -> Tensor:
         return self.reshape(*shape)
 
-    def flatten(self) -> Tensor:
-        return self.reshape(-1)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """The dims from ``start_dim`` to ``end_dim`` (both included) merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = _axis(start_dim, self.ndim), _axis(end_dim, self.ndim)
+        if start > end:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1:])
 
     def permute(self, *axes: Any) -> Tensor:
         order = tuple(_shape_arg(axes))
@@ -513,12 +811,12 @@ class Tensor:
                              f"of a tensor of shape {self.shape}")
         return ops.Permute.apply(self, axes=tuple(_axis(a, self.ndim) for a in order))
 
-    def transpose(self, axis0: int = -2, axis1: int = -1) -> Tensor:
-        """Swap two axes (the last two by default, as for ``k.transpose()`` in attention)."""
+    def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
+        """Swap two dims (the last two by default, as for ``k.transpose()`` in attention)."""
         if self.ndim < 2:
-            raise ValueError(f"transpose needs at least 2 axes, got shape {self.shape}")
+            raise ValueError(f"transpose needs at least 2 dims, got shape {self.shape}")
         order = list(range(self.ndim))
-        a, b = _axis(axis0, self.ndim), _axis(axis1, self.ndim)
+        a, b = _axis(dim0, self.ndim), _axis(dim1, self.ndim)
         order[a], order[b] = order[b], order[a]
         return ops.Permute.apply(self, axes=tuple(order))
 
@@ -544,28 +842,67 @@ class Tensor:
             raise ValueError(f"cannot expand shape {self.shape} to {tuple(target)}") from None
         return ops.Expand.apply(self, shape=tuple(target))
 
-    def squeeze(self, axis: int | tuple[int, ...] | None = None) -> Tensor:
-        if axis is None:
+    def squeeze(self, dim: int | tuple[int, ...] | None = None, *,
+                axis: Any = None) -> Tensor:
+        """Drop the given dims of size 1 (None: every dim of size 1). A named dim whose size
+        is not 1 is a ValueError (PyTorch leaves it silently)."""
+        dim = _dim_or_axis(dim, axis, "squeeze")
+        if dim is None:
             new_shape = tuple(d for d in self.shape if d != 1)
         else:
-            axes = _axes(axis, self.ndim)
-            for a in axes:
+            dims = _axes(dim, self.ndim)
+            for a in dims:
                 if self.shape[a] != 1:
-                    raise ValueError(f"cannot squeeze axis {a} of size {self.shape[a]} "
+                    raise ValueError(f"cannot squeeze dim {a} of size {self.shape[a]} "
                                      f"(shape {self.shape})")
-            new_shape = tuple(d for i, d in enumerate(self.shape) if i not in axes)
+            new_shape = tuple(d for i, d in enumerate(self.shape) if i not in dims)
         return ops.Reshape.apply(self, shape=new_shape)
 
-    def unsqueeze(self, axis: int) -> Tensor:
-        position = _axis(axis, self.ndim + 1)
+    def unsqueeze(self, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+        dim = _dim_or_axis(dim, axis, "unsqueeze")
+        if dim is None:
+            raise TypeError("unsqueeze() needs the dim where the new size-1 dim goes")
+        position = _axis(dim, self.ndim + 1)
         new_shape = self.shape[:position] + (1,) + self.shape[position:]
         return ops.Reshape.apply(self, shape=new_shape)
 
-    def split(self, sizes: int | Sequence[int], axis: int = 0) -> tuple[Tensor, ...]:
-        return split(self, sizes, axis)
+    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0, *,
+              axis: int | None = None) -> tuple[Tensor, ...]:
+        return split(self, split_size_or_sections, dim, axis=axis)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim``, that dim removed: ``x.unbind(1)[j]`` is ``x[:, j]``."""
+        dim = _axis(dim, self.ndim)
+        return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.shape[dim]))
+
+    def gather(self, dim: int, index: Any) -> Tensor:
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on along each dim):
+        the entries ``index`` picks along ``dim``. ``index`` is an integer tensor with as
+        many dims as ``self``; the gradient adds up where an entry is picked twice."""
+        dim = _axis(dim, self.ndim)
+        picks = index.data if isinstance(index, Tensor) else np.asarray(index)
+        if picks.dtype.kind not in "iu" or picks.ndim != self.ndim:
+            raise TypeError(f"gather: index must be an integer tensor with {self.ndim} dims, "
+                            f"got dtype {picks.dtype} with {picks.ndim}")
+        for d in range(self.ndim):
+            if d != dim and picks.shape[d] > self.shape[d]:
+                raise ValueError(f"gather: index shape {picks.shape} is larger than the "
+                                 f"input's {self.shape} in dim {d}")
+        if picks.size and (picks.min() < 0 or picks.max() >= self.shape[dim]):
+            raise IndexError(f"gather: index out of range for dim {dim} of size "
+                             f"{self.shape[dim]}")
+        return ops.Gather.apply(self, dim=dim, index=picks)
+
+    def clone(self) -> Tensor:
+        """A copy with memory of its own; gradients flow back through it."""
+        return ops.Clone.apply(self)
 
     def __getitem__(self, index: Any) -> Tensor:
-        return ops.GetItem.apply(self, index=ops.normalize_index(index, self.shape))
+        index = ops.normalize_index(index, self.shape)
+        out = ops.GetItem.apply(self, index=index)
+        if out._version is self._version:  # a view: an in-place change of it changes self
+            out._view_of = (weakref.ref(self), index)
+        return out
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -616,8 +953,8 @@ def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[in
         return None
     items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     if not items:
-        raise ValueError("axis=() is refused: numpy reduces over no axis, PyTorch over every "
-                         "axis; pass axis=None to reduce over every axis")
+        raise ValueError("dim=() is refused: numpy reduces over no axis, PyTorch over every "
+                         "dim; pass dim=None to reduce over every dim")
     normalized = tuple(sorted(_axis(a, ndim) for a in items))
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"repeated axis in {axis!r}")
@@ -630,8 +967,57 @@ def _number(value: Any, what: str) -> Any:
     return validation.fill_value(value.data if isinstance(value, Tensor) else value, what)
 
 
+def _in_place_operand(value: Any, what: str) -> Any:
+    """A tensor, backend array or number as given; anything else checked to be numbers."""
+    if isinstance(value, Tensor) or is_backend_array(value) or isinstance(value, numbers.Number):
+        return value
+    return validation.numeric_array(value, what)
+
+
 def _keepdims(keepdims: Any) -> bool:
-    return validation.boolean(keepdims, "keepdims")
+    return validation.boolean(keepdims, "keepdim")
+
+
+def _dim_or_axis(dim: Any, axis: Any, what: str) -> Any:
+    """PyTorch's ``dim``, or numpy's ``axis`` in its place (PyTorch accepts both)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"{what}: pass dim or axis, not both")
+    return axis
+
+
+def _reduction_args(t: Tensor, dim: Any, axis: Any, keepdim: Any,
+                    keepdims: Any) -> tuple[tuple[int, ...] | None, bool]:
+    """A reduction's dims, normalized (None: every dim), and whether to keep them."""
+    dims = _axes(_dim_or_axis(dim, axis, "reduction"), t.ndim)
+    return dims, _keepdims(keepdim if keepdims is _NOT_GIVEN else keepdims)
+
+
+def _one_dim(t: Tensor, dim: int, axis: int | None, what: str) -> int:
+    """The one dim an op works along, from ``dim`` or ``axis`` (numpy's name, which replaces
+    ``dim`` and its default when given)."""
+    return _axis(dim if axis is None else axis, t.ndim)
+
+
+def _correction(unbiased: Any, correction: Any, what: str) -> float:
+    """The divisor's correction n - c for var and std: PyTorch's ``correction`` (default 1)
+    or its older ``unbiased`` flag (True: 1, False: 0)."""
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{what}: pass unbiased or correction, not both")
+    if unbiased is not None:
+        return 1.0 if validation.boolean(unbiased, f"{what} unbiased") else 0.0
+    if correction is None:
+        return 1.0
+    return validation.real(correction, f"{what} correction")
+
+
+class MaxMin(NamedTuple):
+    """What ``x.max(dim)`` and ``x.min(dim)`` return, as PyTorch's named pair:
+    ``values, indices = x.max(1)`` or ``x.max(1).values``."""
+
+    values: Tensor
+    indices: Tensor
 
 
 def _floating(t: Tensor) -> Tensor:
@@ -650,6 +1036,10 @@ def as_operand(value: Any, like: Tensor) -> Tensor:
     """
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (tuple, list)) and any(isinstance(v, Tensor) for v in value):
+        hint = " (x.max(dim) and x.min(dim) give (values, indices): use .values)" \
+            if isinstance(value, MaxMin) else ""
+        raise TypeError(f"an operand is a {type(value).__name__} of tensors{hint}")
     if isinstance(value, numbers.Number) and not isinstance(value, np.generic):
         dtype = like.dtype if _is_floating(like.dtype) or isinstance(value, numbers.Integral) \
             else DEFAULT_FLOAT
@@ -741,43 +1131,63 @@ def arange(start: float, stop: float | None = None, step: float = 1,
     return Tensor(np.arange(start, stop, step, dtype=dtype), requires_grad=requires_grad)
 
 
-def zeros_like(other: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros_like(other.data), requires_grad=requires_grad)
+def linspace(start: float, end: float, steps: int, *, dtype: DTypeLike | None = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (float32 by
+    default; computed in float64 and rounded once)."""
+    start = validation.real(start, "linspace start")
+    end = validation.real(end, "linspace end")
+    steps = validation.integer(steps, "linspace steps", minimum=0)
+    dtype = float32 if dtype is None else validation.tensor_dtype(dtype)
+    return Tensor(np.linspace(start, end, steps).astype(dtype), requires_grad=requires_grad)
 
 
-def ones_like(other: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones_like(other.data), requires_grad=requires_grad)
+def zeros_like(other: Tensor, *, dtype: DTypeLike | None = None,
+               requires_grad: bool = False) -> Tensor:
+    return Tensor(np.zeros(other.shape, dtype=other.dtype if dtype is None
+                           else validation.tensor_dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones_like(other: Tensor, *, dtype: DTypeLike | None = None,
+              requires_grad: bool = False) -> Tensor:
+    return Tensor(np.ones(other.shape, dtype=other.dtype if dtype is None
+                          else validation.tensor_dtype(dtype)), requires_grad=requires_grad)
 
 
 # --------------------------------------------------------------------------------- n-ary ops
-def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis."""
-    tensors = _same_dtype(tensors, "concat")
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Join tensors along an existing dim (``concat`` is the same function)."""
+    tensors = _same_dtype(tensors, "cat")
     first = tensors[0]
-    axis = _axis(axis, first.ndim)
+    dim = _axis(dim if axis is None else axis, first.ndim)
     for t in tensors[1:]:
         if t.ndim != first.ndim or any(
-            t.shape[i] != first.shape[i] for i in range(first.ndim) if i != axis
+            t.shape[i] != first.shape[i] for i in range(first.ndim) if i != dim
         ):
-            raise ValueError(f"concat along axis {axis}: shapes "
-                             f"{[tuple(x.shape) for x in tensors]} differ off that axis")
-    return ops.Concat.apply(*tensors, axis=axis)
+            raise ValueError(f"cat along dim {dim}: shapes "
+                             f"{[tuple(x.shape) for x in tensors]} differ off that dim")
+    return ops.Concat.apply(*tensors, axis=dim)
 
 
-def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new axis."""
+concat = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
     tensors = _same_dtype(tensors, "stack")
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
-    axis = _axis(axis, tensors[0].ndim + 1)
-    return concat([t.unsqueeze(axis) for t in tensors], axis=axis)
+    dim = _axis(dim if axis is None else axis, tensors[0].ndim + 1)
+    return cat([t.unsqueeze(dim) for t in tensors], dim=dim)
 
 
-def split(tensor: Tensor, sizes: int | Sequence[int], axis: int = 0) -> tuple[Tensor, ...]:
-    """Cut a tensor along ``axis`` into chunks of ``sizes`` (an int: equal chunks)."""
-    axis = _axis(axis, tensor.ndim)
-    length = tensor.shape[axis]
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0, *,
+          axis: int | None = None) -> tuple[Tensor, ...]:
+    """Cut a tensor along ``dim`` into chunks of ``split_size_or_sections`` (an int: equal
+    chunks, the last one shorter if need be; a list: those lengths)."""
+    dim = _axis(dim if axis is None else axis, tensor.ndim)
+    length, sizes = tensor.shape[dim], split_size_or_sections
     if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
         if sizes <= 0:
             raise ValueError(f"split size must be positive, got {sizes}")
@@ -787,10 +1197,10 @@ def split(tensor: Tensor, sizes: int | Sequence[int], axis: int = 0) -> tuple[Te
                         f"{sizes!r}")
     sizes = [validation.integer(size, "each split size") for size in sizes]
     if sum(sizes) != length or any(s < 0 for s in sizes):
-        raise ValueError(f"split sizes {sizes} do not add up to axis {axis}'s length {length}")
+        raise ValueError(f"split sizes {sizes} do not add up to dim {dim}'s length {length}")
     pieces, start = [], 0
     for size in sizes:
-        index = (slice(None),) * axis + (slice(start, start + size),)
+        index = (slice(None),) * dim + (slice(start, start + size),)
         pieces.append(tensor[index])
         start += size
     return tuple(pieces)
@@ -814,6 +1224,29 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 def maximum(a: Any, b: Any) -> Tensor:
     return ops.Maximum.apply(*_pair(a, b))
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    a, b = _pair(a, b)
+    return -ops.Maximum.apply(-a, -b)
+
+
+def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """Where ``|input - other| <= atol + rtol * |other|`` (a bool tensor), as PyTorch."""
+    a, b = (np.asarray(x.data if isinstance(x, Tensor) else x) for x in (input, other))
+    return Tensor._from_array(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True when every entry is :func:`isclose` (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both have one shape and equal values (a Python bool)."""
+    return input.shape == other.shape and bool(np.array_equal(input.data, other.data))
 
 
 def _same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:

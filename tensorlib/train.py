@@ -157,7 +157,7 @@ def _scalar(value: Any, what: str) -> float:
 
 def _element_count(inputs: Any) -> int:
     if isinstance(inputs, Tensor):
-        return inputs.size
+        return inputs.numel()
     if isinstance(inputs, (tuple, list)) and inputs and hasattr(inputs[0], "shape"):
         return sum(_element_count(item) for item in inputs)
     return int(np.size(inputs))

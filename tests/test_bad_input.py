@@ -303,7 +303,7 @@ def test_layers_pass_empty_batches_through_like_pytorch(build, x):
     and the backward leaves zero gradients."""
     layer, inputs = build(), x()
     out = layer(inputs)
-    assert out.size == 0 and out.shape[:-1] == inputs.shape[:-1]
+    assert out.numel() == 0 and out.shape[:-1] == inputs.shape[:-1]
     out.sum().backward()
     assert inputs.grad.shape == inputs.shape
     for parameter in layer.parameters():

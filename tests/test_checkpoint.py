@@ -538,7 +538,7 @@ def test_adamw_section_rejections(tmp_path):
     names = [n for n, _ in model.named_parameters()]
 
     def adamw(config=(1e-2, 0.8, 0.99, 1e-6, 0.1, 1.0), **changes):
-        rows = [{"name": n, "step": 3, "first": np.ones(p.size), "second": np.ones(p.size)}
+        rows = [{"name": n, "step": 3, "first": np.ones(p.numel()), "second": np.ones(p.numel())}
                 for n, p in model.named_parameters()]
         for index, change in changes.get("rows", {}).items():
             rows[index] = dict(rows[index], **change)

@@ -340,7 +340,7 @@ NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
 
 
 def valid_adamw(model: Module) -> bytes:
-    entries = [adamw_entry(name.encode(), 1, np.zeros(p.size), np.zeros(p.size))
+    entries = [adamw_entry(name.encode(), 1, np.zeros(p.numel()), np.zeros(p.numel()))
                for name, p in model.named_parameters()]
     return adamw_section(CONFIG, entries)
 
@@ -373,7 +373,7 @@ def crafted(draw) -> tuple[str, bytes]:
         dims = draw(st.lists(sizes(2**8, 2**32 - 1), min_size=2, max_size=4))
         body[index] = parameter_record(name.encode(), dims, [], count=math.prod(dims) % 2**64)
     elif kind == "huge element count":
-        claimed = draw(sizes(parameter.size + 1, 2**64 - 1))
+        claimed = draw(sizes(parameter.numel() + 1, 2**64 - 1))
         body[index] = parameter_record(name.encode(), (claimed,) if claimed < 2**32 else (),
                                        parameter.data, count=claimed)
     elif kind == "huge name length":
@@ -404,7 +404,7 @@ def crafted(draw) -> tuple[str, bytes]:
                           "duplicate adamw", "adamw entry")):
         flags = 1
         names = [n.encode() for n, _ in parameters]
-        entries = [adamw_entry(n, 1, np.zeros(p.size), np.ones(p.size))
+        entries = [adamw_entry(n, 1, np.zeros(p.numel()), np.ones(p.numel()))
                    for n, (_, p) in zip(names, parameters, strict=True)]
         config = CONFIG
         entry_count = None
@@ -412,25 +412,25 @@ def crafted(draw) -> tuple[str, bytes]:
             entry_count = draw(sizes(len(entries) + 1, 2**32 - 1))
         elif kind == "huge adamw element count":
             entries[index] = adamw_entry(names[index], 1, [], [],
-                                         count=draw(sizes(parameter.size + 1, 2**64 - 1)))
+                                         count=draw(sizes(parameter.numel() + 1, 2**64 - 1)))
         elif kind == "non-finite moment":
-            moments = [np.zeros(parameter.size), np.ones(parameter.size)]
+            moments = [np.zeros(parameter.numel()), np.ones(parameter.numel())]
             which = draw(st.integers(0, 1))
-            moments[which][draw(st.integers(0, parameter.size - 1))] = draw(NON_FINITE)
+            moments[which][draw(st.integers(0, parameter.numel() - 1))] = draw(NON_FINITE)
             entries[index] = adamw_entry(names[index], 1, *moments)
         elif kind == "negative second moment":
-            second = np.ones(parameter.size)
-            second[draw(st.integers(0, parameter.size - 1))] = -draw(
+            second = np.ones(parameter.numel())
+            second[draw(st.integers(0, parameter.numel() - 1))] = -draw(
                 st.floats(1e-30, 1e30, allow_nan=False))
-            entries[index] = adamw_entry(names[index], 1, np.zeros(parameter.size), second)
+            entries[index] = adamw_entry(names[index], 1, np.zeros(parameter.numel()), second)
         elif kind == "non-finite config":
             config = list(CONFIG)
             config[draw(st.integers(0, 5))] = draw(NON_FINITE)
         elif kind == "duplicate adamw entry":
             entries.append(entries[index])
         else:  # an entry for a name that is not among the stored parameters
-            entries[index] = adamw_entry(names[index] + b".ghost", 1, np.zeros(parameter.size),
-                                         np.ones(parameter.size))
+            entries[index] = adamw_entry(names[index] + b".ghost", 1, np.zeros(parameter.numel()),
+                                         np.ones(parameter.numel()))
         tail = adamw_section(config, entries, entry_count)
     elif kind == "trailing bytes":
         tail = draw(st.binary(min_size=1, max_size=32))

@@ -15,8 +15,10 @@ What is fuzzed
     - views: reshape (with -1), permute, transpose, ``.T``, expand (with -1), squeeze,
       unsqueeze, basic slicing (negative starts, steps of -2..2), integer indexing,
       integer-array indexing (repeats, 2-D index arrays), boolean-mask indexing;
-    - reductions over None, an int or a tuple of axes, keepdims True/False: sum, mean, max,
-      min, var (ddof 0/1), logsumexp; softmax and log_softmax over an axis;
+    - reductions over None, an int or a tuple of dims, keepdim True/False: sum, mean, amax,
+      amin, var and std (correction 0, 1 or the default), logsumexp; ``max(dim)`` and
+      ``min(dim)`` over one dim (the ``(values, indices)`` pair; the int64 indices are
+      compared but are no operand of later steps); softmax and log_softmax over a dim;
     - matmul (1-D operands, batch broadcasting), concat, stack, split (int and list sizes);
     - fused nn ops: ``F.linear`` (with/without bias), ``F.layer_norm`` (with/without weight
       and bias), ``F.cross_entropy`` (integer targets, -100 ignored, reductions, smoothing).
@@ -148,6 +150,7 @@ class Program:
     actions: list[Action]
     shapes: dict[int, tuple[int, ...]]
     departure: dict[int, str] = field(default_factory=dict)  # action index -> departure key
+    integer: set[int] = field(default_factory=set)  # int64 values: max(dim)'s indices
 
     def listing(self) -> str:
         lines = [f"program seed={self.seed} dtype={self.dtype}"]
@@ -187,7 +190,7 @@ def _none(value: Any) -> str:
 # ============================================================================ generation
 UNARY = ["exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",
          "softplus", "leaky_relu", "abs", "neg", "pow"]
-KINKED = {"relu", "abs", "leaky_relu", "maximum", "max", "min", "posabs"}
+KINKED = {"relu", "abs", "leaky_relu", "maximum", "max", "min", "posabs", "std"}
 KINDS = (["unary"] * 6 + ["binary"] * 5 + ["view"] * 5 + ["reduce"] * 3 + ["softmax"]
          + ["matmul"] + ["nn"] * 2 + ["join"] * 2 + ["where"])
 
@@ -207,6 +210,7 @@ class Builder:
         self.group: dict[int, int] = {}
         self.readonly: set[int] = set()
         self.ambiguous: set[int] = set()  # alias groups where view-or-copy is unspecified
+        self.integer: set[int] = set()  # int64 values (indices): no operand, never changed
         self.actions: list[Action] = []
         self.departure: dict[int, str] = {}
         self.count = 0
@@ -285,7 +289,7 @@ class Builder:
 
     # ------------------------------------------------------------------ operand helpers
     def pick(self) -> int:
-        v = self.choice(range(self.count))
+        v = self.choice(v for v in range(self.count) if v not in self.integer)
         if self.mag[v] > 50.0:  # keep float32 far from overflow
             v = self.unary_op("tanh", v)
         return v
@@ -532,7 +536,7 @@ class Builder:
         shape, m = self.shape[v], self.mag[v]
         ndim = len(shape)
         how = self.choice(["sum", "mean", "max", "var", "logsumexp"] +
-                          ([] if self.smooth else ["max", "min"]))
+                          ([] if self.smooth else ["max", "min", "std"]))
         if self.smooth and how in ("max", "min"):
             how = "sum"
         axis: Any = None
@@ -544,17 +548,25 @@ class Builder:
         params: dict[str, Any] = {"how": how, "axis": axis, "keepdims": keepdims}
         norm = range(ndim) if axis is None else [a % ndim for a in np.atleast_1d(axis)]
         count = math.prod(shape[a] for a in norm)
-        if how == "var":
-            params["ddof"] = self.choice([0, 1])
-        if how in ("mean", "var", "logsumexp") and count - params.get("ddof", 0) <= 0 \
+        correction = 0
+        if how in ("var", "std"):
+            params["correction"] = self.choice([0, 1, None])  # None: the default, 1
+            correction = 1 if params["correction"] is None else params["correction"]
+        if how in ("mean", "var", "std", "logsumexp") and count - correction <= 0 \
                 and (self.smooth or not self.chance(30)):  # nan, inf or -inf: now and then
             return
         if how in ("max", "min", "logsumexp") and math.prod(shape) == 0 and not self.chance(30):
             return
         out = np.sum(np.zeros(shape), axis=None if axis is None else axis,
                      keepdims=keepdims).shape
-        m = {"sum": m * max(count, 1), "var": m * m + 1,
+        m = {"sum": m * max(count, 1), "var": m * m + 1, "std": m + 1,
              "logsumexp": m + math.log(max(count, 1)) + 1}.get(how, m)
+        if how in ("max", "min") and isinstance(axis, int) and self.chance(50):
+            # max(dim) / min(dim): values (gradient to the first extreme) and int64 indices
+            indices = self.add("max_dim", (v,), params, [out, out], m)[1]
+            self.integer.add(indices)
+            self.rg[indices] = False
+            return
         self.one("reduce", (v,), params, [out], m)
 
     def step_softmax(self) -> None:
@@ -694,7 +706,7 @@ class Builder:
             steps[self.choice(KINDS)]()
         self.protocol(protocol)
         return Program(self.seed, self.dtype, self.leaves, self.requires, self.actions,
-                       dict(self.shape), self.departure)
+                       dict(self.shape), self.departure, set(self.integer))
 
     def protocol(self, kind: str) -> None:
         derived = [v for v in range(len(self.leaves), self.count) if self.rg[v]]
@@ -728,8 +740,8 @@ class Builder:
             self.mutate()
 
     def mutate(self) -> None:
-        targets = [v for v in range(self.count)
-                   if v not in self.readonly and self.group[v] not in self.ambiguous]
+        targets = [v for v in range(self.count) if v not in self.readonly
+                   and v not in self.integer and self.group[v] not in self.ambiguous]
         leaves = [v for v in targets if v < len(self.leaves)]
         if not targets:
             return
@@ -816,9 +828,13 @@ class TensorlibLib:
             return xs[0][p["index"]]
         if op == "reduce":
             x, how = xs[0], p["how"]
-            if how == "var":
-                return x.var(axis=p["axis"], keepdims=p["keepdims"], ddof=p["ddof"])
-            return getattr(x, how)(axis=p["axis"], keepdims=p["keepdims"])
+            if how in ("var", "std"):
+                correction = {} if p["correction"] is None else {"correction": p["correction"]}
+                return getattr(x, how)(p["axis"], keepdim=p["keepdims"], **correction)
+            how = {"max": "amax", "min": "amin"}.get(how, how)  # over a tuple of dims too
+            return getattr(x, how)(p["axis"], keepdim=p["keepdims"])
+        if op == "max_dim":  # (values, indices), in tensorlib and torch alike
+            return getattr(xs[0], p["how"])(p["axis"], keepdim=p["keepdims"])
         if op == "softmax":
             fn = F.log_softmax if p["log"] else F.softmax
             return fn(xs[0], p["axis"])
@@ -833,11 +849,11 @@ class TensorlibLib:
             return F.cross_entropy(xs[0], p["targets"], reduction=p["reduction"],
                                    label_smoothing=p["label_smoothing"])
         if op == "concat":
-            return tl.concat(xs, axis=p["axis"])
+            return tl.cat(xs, dim=p["axis"])
         if op == "stack":
-            return tl.stack(xs, axis=p["axis"])
+            return tl.stack(xs, dim=p["axis"])
         if op == "split":
-            return tl.split(xs[0], p["sizes"], axis=p["axis"])
+            return tl.split(xs[0], p["sizes"], dim=p["axis"])
         raise AssertionError(op)
 
     def backward(self, t: Any, p: dict[str, Any]) -> None:
@@ -942,8 +958,8 @@ class TorchLib(TensorlibLib):
         dims = tuple(range(x.ndim)) if axis is None else (
             tuple(axis) if isinstance(axis, tuple) else (axis,))
         how = p["how"]
-        if how == "var":
-            return torch.var(x, dim=dims, correction=p["ddof"], keepdim=keep)
+        if how in ("var", "std"):
+            return getattr(torch, how)(x, dim=dims, correction=p["correction"], keepdim=keep)
         fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin,
               "logsumexp": torch.logsumexp}[how]
         return fn(x, dim=dims, keepdim=keep)
@@ -1341,8 +1357,9 @@ def test_programs_match_float64_reference_mode(data: Any) -> None:
                        "reference mode float64", dtypes=False, grads=False,
                        gauge=_perturbed(program))
     if kernels32.raised is None:
-        problems += [f"v{v}: dtype {d}, expected float32" for v, d in kernels32.dtypes.items()
-                     if d != "float32"]
+        expected = {v: "int64" if v in program.integer else "float32" for v in kernels32.dtypes}
+        problems += [f"v{v}: dtype {d}, expected {expected[v]}"
+                     for v, d in kernels32.dtypes.items() if d != expected[v]]
     _fail(program, problems)
 
 

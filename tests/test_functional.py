@@ -28,7 +28,7 @@ def value_and_gradients(fn, *inputs, weights=None):
     leaves = [tl.Tensor(t.data.copy(), requires_grad=t.requires_grad) for t in inputs]
     out = fn(*leaves)
     if weights is None:
-        weights = np.cos(np.arange(out.size) * 0.7 + 0.1).reshape(out.shape) + 1.2
+        weights = np.cos(np.arange(out.numel()) * 0.7 + 0.1).reshape(out.shape) + 1.2
     out.backward(weights.astype(out.dtype))
     return out.data, [leaf.grad for leaf in leaves if leaf.requires_grad]
 

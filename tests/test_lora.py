@@ -58,7 +58,7 @@ def randomize_b(model, seed=5, scale=0.5):
 def numeric_parameter_check(parameters, run, eps=1e-6, atol=1e-7, rtol=1e-5):
     """Each parameter's .grad from one backward of run() against central differences."""
     out = run()
-    weights = np.cos(np.arange(out.size) * 1.618 + 0.3).reshape(out.shape) + 1.5
+    weights = np.cos(np.arange(out.numel()) * 1.618 + 0.3).reshape(out.shape) + 1.5
     for parameter in parameters.values():
         parameter.grad = None
     out.backward(weights)
@@ -188,7 +188,7 @@ def test_lora_parameters_names_order_and_count():
         "blocks.1.mlp_input.lora.A", "blocks.1.mlp_input.lora.B",
     ]
     assert named["blocks.0.mlp_input.lora.B"].shape == (32, 3)
-    assert sum(p.size for p in named.values()) == 3 * (8 + 8) + 2 * 3 * (8 + 32)
+    assert sum(p.numel() for p in named.values()) == 3 * (8 + 8) + 2 * 3 * (8 + 32)
     assert all(p.trainable for p in named.values())
     assert list(lora_parameters(model)) == list(named)  # stable
     assert named["blocks.0.mlp_input.lora.A"] is model.blocks[0].mlp_input.lora.A

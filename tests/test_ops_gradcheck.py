@@ -5,6 +5,9 @@ the domain keeps inputs away from the points where an op is not differentiable (
 of abs/relu, ties of max/maximum) or not defined (log and sqrt of non-positive numbers).
 Every case runs twice: on C-contiguous arrays and on non-contiguous views (a transposed or
 strided slice of a larger buffer) passed straight in as the tensor's data.
+
+Methods and arguments are PyTorch's (``dim``/``keepdim``, ``amax``, ``var(correction=...)``);
+some cases spell a dim numpy's way (``axis=``/``keepdims=``), which tensorlib also accepts.
 """
 
 import numpy as np
@@ -116,8 +119,25 @@ def _causal_attention(qkv, heads):
     return (p @ v).transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)
 
 
+def _index_put(a, value, index):
+    """``a`` with ``a[index] = value``, out of place: a clone of ``a`` written in place (the
+    write into a non-leaf is recorded as an IndexPut node on top of a Clone node). Works on
+    numpy arrays too, as its own reference."""
+    out = a.clone() if isinstance(a, Tensor) else a.copy()
+    out[index] = value
+    return out
+
+
 TARGETS = np.array([[1, 3, 0], [2, 2, 1]])
 IDS = np.array([[4, 0, 4], [1, 4, 2]])
+# gather indices: a repeated pick along dim 1 (3 x 5 picks from 3 x 4), and a smaller index
+# than the input off the gathered dim (2 x 3 picks along dim 0 from 3 x 4)
+PICKS = np.array([[0, 3, 3, 1, 0], [2, 2, 2, 2, 2], [1, 0, 3, 2, 1]])
+PICKS_SMALL = np.array([[2, 0, 1], [2, 2, 0]])
+# an advanced index that writes entry (0, 1) twice; the last write wins in the forward and
+# in every entry's gradient to ``a`` (each overwritten entry gets none)
+REPEATED = (np.array([0, 2, 0]), np.array([1, 3, 1]))
+REPEATED_VALUES = np.array([7.0, -3.0, 5.0])
 
 
 CASES = {
@@ -162,6 +182,8 @@ CASES = {
     # ---- unary elementwise, plain and on a broadcast (expanded) input
     "exp": (lambda a: a.exp(), [((3, 4), A)], np.exp),
     "log": (lambda a: a.log(), [((3, 4), P)], np.log),
+    "log10": (lambda a: a.log10(), [((3, 4), P)], np.log10),
+    "log10-broadcast": (lambda a: a.expand(2, 3, 4).log10(), [((3, 1), P)], None),
     "sqrt": (lambda a: a.sqrt(), [((3, 4), P)], np.sqrt),
     "abs": (lambda a: a.abs(), [((3, 4), NZ)], np.abs),
     "tanh": (lambda a: a.tanh(), [((3, 4), A)], np.tanh),
@@ -263,6 +285,34 @@ CASES = {
     "getitem-bool-mask": (lambda a: a[M], [((3, 4), A)], lambda a: a[M]),
     "getitem-broadcast": (lambda a: a.expand(2, 3, 4)[:, np.array([1, 1]), 1:], [((3, 1), A)],
                           None),
+    # ---- gather, clone and index_put (x[index] = value into a clone)
+    "gather-repeated": (lambda a: a.gather(1, PICKS), [((3, 4), A)],
+                        lambda a: np.take_along_axis(a, PICKS, 1)),
+    "gather-negative-dim-tensor-index": (lambda a: a.gather(-1, tl.tensor(PICKS)),
+                                         [((3, 4), A)],
+                                         lambda a: np.take_along_axis(a, PICKS, -1)),
+    "gather-smaller-index": (lambda a: a.gather(0, PICKS_SMALL), [((3, 4), A)],
+                             lambda a: np.take_along_axis(a[:, :3], PICKS_SMALL, 0)),
+    "gather-broadcast": (lambda a: a.expand(3, 4).gather(1, PICKS), [((3, 1), A)], None),
+    "clone": (lambda a: a.clone(), [((3, 4), A)], lambda a: a.copy()),
+    "clone-broadcast": (lambda a: a.expand(2, 3, 4).clone() * 2.0, [((1, 4), A)], None),
+    "index-put-basic": (lambda a, v: _index_put(a, v, (1, slice(1, 3))),
+                        [((3, 4), A), ((2,), A)], SAME),
+    "index-put-advanced": (lambda a, v: _index_put(a, v, (np.array([2, 0]), slice(None))),
+                           [((3, 4), A), ((2, 4), A)], SAME),
+    "index-put-bool-mask": (lambda a, v: _index_put(a, v, M), [((3, 4), A), ((5,), A)], SAME),
+    # a repeated index: the value is a constant, because the entry written twice keeps only
+    # the last write, while value's gradient is, as PyTorch's, the output's gradient at every
+    # entry it was written to (not a derivative there: see the test below the table); a's
+    # gradient is zero at the overwritten entries, each once
+    "index-put-advanced-repeated": (lambda a: _index_put(a, REPEATED_VALUES, REPEATED),
+                                    [((3, 4), A)], SAME),
+    "index-put-broadcast-value": (lambda a, v: _index_put(a, v, np.array([0, 2])),
+                                  [((3, 4), A), ((4,), A)], SAME),
+    "index-put-broadcast-value-extra-dims": (lambda a, v: _index_put(a, v, 1),
+                                             [((3, 4), A), ((1, 4), A)], SAME),
+    "index-put-broadcast-input": (lambda a, v: _index_put(a.expand(3, 4), v, (0, slice(None))),
+                                  [((1, 4), A), ((4,), A)], None),
     # ---- joining and cutting
     "concat-axis0": (lambda a, b: tl.concat([a, b]), [((2, 3), A), ((4, 3), A)],
                      lambda a, b: np.concatenate([a, b])),
@@ -329,7 +379,8 @@ CASES = {
                             [((2, 3, 4), A), ((2, 3, 4), A), ((2, 3, 2), A)], None),
 }
 
-# ---- reductions: every axis form, keepdims both ways
+# ---- reductions: every dim form, keepdim both ways. amax/amin: a tensor over an int or a
+# tuple of dims; var/std: PyTorch's default correction=1 (numpy's ddof=1) and correction=0
 AXES = [None, 1, -1, (0, 2)]
 for _axis in AXES:
     for _keep in (False, True):
@@ -340,29 +391,74 @@ for _axis in AXES:
         CASES[f"mean-{_tag}"] = (
             lambda a, ax=_axis, k=_keep: a.mean(axis=ax, keepdims=k), [((2, 3, 4), A)],
             lambda a, ax=_axis, k=_keep: a.mean(axis=ax, keepdims=k))
-        CASES[f"max-{_tag}"] = (
-            lambda a, ax=_axis, k=_keep: a.max(axis=ax, keepdims=k), [((2, 3, 4), D)],
+        CASES[f"amax-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.amax(ax, keepdim=k), [((2, 3, 4), D)],
             lambda a, ax=_axis, k=_keep: a.max(axis=ax, keepdims=k))
-        CASES[f"min-{_tag}"] = (
-            lambda a, ax=_axis, k=_keep: a.min(axis=ax, keepdims=k), [((2, 3, 4), D)],
+        CASES[f"amin-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.amin(ax, keepdim=k), [((2, 3, 4), D)],
             lambda a, ax=_axis, k=_keep: a.min(axis=ax, keepdims=k))
         CASES[f"var-{_tag}"] = (
-            lambda a, ax=_axis, k=_keep: a.var(axis=ax, keepdims=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.var(ax, keepdim=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.var(axis=ax, keepdims=k, ddof=1))
+        CASES[f"var-correction0-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.var(ax, keepdim=k, correction=0), [((2, 3, 4), A)],
             lambda a, ax=_axis, k=_keep: a.var(axis=ax, keepdims=k))
+        CASES[f"std-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.std(ax, keepdim=k), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.std(axis=ax, keepdims=k, ddof=1))
+        CASES[f"std-correction0-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.std(ax, keepdim=k, correction=0), [((2, 3, 4), A)],
+            lambda a, ax=_axis, k=_keep: a.std(axis=ax, keepdims=k))
         CASES[f"logsumexp-{_tag}"] = (
             lambda a, ax=_axis, k=_keep: a.logsumexp(axis=ax, keepdims=k), [((2, 3, 4), A)],
             lambda a, ax=_axis, k=_keep: _logsumexp(a, ax, k))
-    # reductions of a broadcast (expanded) input: copies tie in max, but max stays smooth in
-    # the original values because every copy moves together.
+# max(dim) / min(dim): the values of the (values, indices) pair, their gradient going to the
+# first extreme only (the values are distinct here; see the broadcast cases for ties)
+for _axis in (0, 1, -1):
+    for _keep in (False, True):
+        _tag = f"{_axis}-keepdims" if _keep else f"{_axis}"
+        CASES[f"max-dim-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.max(ax, keepdim=k).values, [((2, 3, 4), D)],
+            lambda a, ax=_axis, k=_keep: a.max(axis=ax, keepdims=k))
+        CASES[f"min-dim-{_tag}"] = (
+            lambda a, ax=_axis, k=_keep: a.min(ax, keepdim=k)[0], [((2, 3, 4), D)],
+            lambda a, ax=_axis, k=_keep: a.min(axis=ax, keepdims=k))
+CASES["max-dim-axis-keyword"] = (lambda a: a.max(axis=1, keepdims=True).values,
+                                 [((2, 3, 4), D)], lambda a: a.max(axis=1, keepdims=True))
+# reductions of a broadcast (expanded) input: copies tie in amax, but amax stays smooth in
+# the original values because every copy moves together.
 for _axis in (None, 0, (1, 2)):
-    for _name in ("sum", "mean", "max", "var", "logsumexp"):
+    for _name in ("sum", "mean", "amax", "amin", "var", "std", "logsumexp"):
         CASES[f"{_name}-{_axis}-broadcast"] = (
             lambda a, ax=_axis, n=_name: getattr(a.expand(2, 3, 4), n)(axis=ax),
             [((3, 4), D)], None)
-CASES["var-ddof1"] = (lambda a: a.var(axis=1, ddof=1), [((2, 3, 4), A)],
-                      lambda a: a.var(axis=1, ddof=1))
-CASES["var-ddof1-all-keepdims"] = (lambda a: a.var(ddof=1, keepdims=True), [((2, 3, 4), A)],
-                                   lambda a: a.var(ddof=1, keepdims=True))
+# max(dim) / min(dim) along the expanded dim: every copy ties, the first takes the gradient
+CASES["max-dim-0-broadcast-ties"] = (lambda a: a.expand(2, 3, 4).max(0).values,
+                                     [((3, 4), D)], None)
+CASES["min-dim-0-broadcast-ties"] = (lambda a: a.expand(2, 3, 4).min(dim=0).values,
+                                     [((3, 4), D)], None)
+CASES["var-correction1"] = (lambda a: a.var(1, correction=1), [((2, 3, 4), A)],
+                            lambda a: a.var(axis=1, ddof=1))
+CASES["var-correction1-all-keepdims"] = (lambda a: a.var(correction=1, keepdim=True),
+                                         [((2, 3, 4), A)],
+                                         lambda a: a.var(ddof=1, keepdims=True))
+CASES["var-correction0-all"] = (lambda a: a.var(correction=0), [((2, 3, 4), A)],
+                                lambda a: a.var())
+CASES["var-correction2-axis-keyword"] = (lambda a: a.var(axis=(0, 2), correction=2),
+                                         [((2, 3, 4), A)], lambda a: a.var(axis=(0, 2), ddof=2))
+CASES["var-unbiased-true"] = (lambda a: a.var(1, unbiased=True), [((2, 3, 4), A)],
+                              lambda a: a.var(axis=1, ddof=1))
+CASES["var-unbiased-false"] = (lambda a: a.var(1, unbiased=False), [((2, 3, 4), A)],
+                               lambda a: a.var(axis=1))
+CASES["var-unbiased-positional-keepdim"] = (lambda a: a.var(-1, False, True), [((2, 3, 4), A)],
+                                            lambda a: a.var(axis=-1, keepdims=True))
+CASES["std-correction1-all"] = (lambda a: a.std(correction=1), [((2, 3, 4), A)],
+                                lambda a: a.std(ddof=1))
+CASES["std-unbiased-true"] = (lambda a: a.std((0, 2), unbiased=True), [((2, 3, 4), A)],
+                              lambda a: a.std(axis=(0, 2), ddof=1))
+CASES["std-unbiased-false-keepdim"] = (lambda a: a.std((0, 2), unbiased=False, keepdim=True),
+                                       [((2, 3, 4), A)],
+                                       lambda a: a.std(axis=(0, 2), keepdims=True))
 
 LAYOUTS = ["contiguous", "non-contiguous"]
 
@@ -387,7 +483,8 @@ def test_gradcheck_and_forward_value(name, layout):
 
 
 @pytest.mark.parametrize("name", ["add-broadcast", "matmul-batched-vec", "softmax-axis1",
-                                  "getitem-repeated", "max-(0, 2)", "gelu-tanh"])
+                                  "getitem-repeated", "amax-(0, 2)", "max-dim-1", "std-1",
+                                  "gather-repeated", "index-put-broadcast-value", "gelu-tanh"])
 def test_float32_forward_and_gradient_dtypes(name):
     fn, specs, _ = CASES[name]
     arrays = _inputs(specs, "contiguous")
@@ -410,6 +507,51 @@ def test_gradcheck_on_the_plain_paths_of_reference_mode(name):
     inputs = [Tensor(a, requires_grad=True) for a in _inputs(specs, "contiguous")]
     with tl.reference_mode():
         assert gradcheck(fn, *inputs)
+
+
+def test_max_and_min_along_a_dim_give_the_gradient_to_the_first_extreme_only():
+    """x.max(dim).values takes its gradient at the first maximum (where its indices point),
+    as PyTorch; amax and the full max() share it among tied maxima."""
+    data = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+    x = Tensor(data.copy(), requires_grad=True)
+    values, indices = x.max(1)
+    np.testing.assert_array_equal(values.data, [3.0, 2.0])
+    np.testing.assert_array_equal(indices.data, [1, 0])
+    assert indices.dtype == np.int64
+    values.backward(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(x.grad, [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
+    x = Tensor(data.copy(), requires_grad=True)
+    smallest = x.min(0, keepdim=True)
+    np.testing.assert_array_equal(smallest.indices.data, [[0, 1, 1]])
+    smallest.values.sum().backward()
+    np.testing.assert_array_equal(x.grad, [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    x = Tensor(data.copy(), requires_grad=True)
+    x.amax(1).backward(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(x.grad, [[0.0, 0.5, 0.5], [1.0, 1.0, 0.0]])
+    x = Tensor(data.copy(), requires_grad=True)
+    x.max().backward()
+    np.testing.assert_array_equal(x.grad, [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+
+
+def test_index_put_with_a_repeated_index_gives_value_the_gradient_of_each_write():
+    """With a repeated advanced index only the last write survives in the forward, but the
+    value's gradient is the output's gradient at every entry it was written to (each repeat
+    its own, summed over broadcasting), as PyTorch's index_put."""
+    weights = np.arange(12.0).reshape(3, 4) + 1.0
+    a = Tensor(np.zeros((3, 4)), requires_grad=True)
+    value = Tensor(REPEATED_VALUES.copy(), requires_grad=True)
+    out = _index_put(a, value, REPEATED)
+    np.testing.assert_array_equal(out.data, _index_put(np.zeros((3, 4)), REPEATED_VALUES,
+                                                       REPEATED))
+    assert out.grad_fn.function is ops.IndexPut
+    out.backward(weights)
+    np.testing.assert_array_equal(value.grad, [weights[0, 1], weights[2, 3], weights[0, 1]])
+    expected = weights.copy()
+    expected[0, 1] = expected[2, 3] = 0.0
+    np.testing.assert_array_equal(a.grad, expected)
+    scalar = Tensor(np.array(0.5), requires_grad=True)
+    _index_put(Tensor(np.zeros((3, 4)), requires_grad=True), scalar, REPEATED).backward(weights)
+    assert scalar.grad == 2 * weights[0, 1] + weights[2, 3]
 
 
 def test_every_op_is_gradchecked_here():

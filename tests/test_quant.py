@@ -216,7 +216,7 @@ def test_quantize_linear_returns_an_nf4_layer_and_releases_the_weight():
     assert nf4.absmax.dtype == np.float32 and nf4.absmax.shape == (32,)
     assert list(nf4.state_dict()) == ["bias"]  # the buffers are not persistent
     assert nf4.num_parameters() == 32
-    assert weight.size == 0 and weight.grad is None and not weight.trainable  # released
+    assert weight.numel() == 0 and weight.grad is None and not weight.trainable  # released
     report = memory_report(nf4)
     assert report == {"float_parameters": 32 * 4, "lora_parameters": 0,
                       "nf4_codes": 64 * 32 // 2, "nf4_scales": 64 * 32 // 64 * 4,
@@ -339,7 +339,7 @@ def test_quantizing_a_weight_anything_else_holds_is_rejected():
     assert model.layer is layer
     del holders
     quantize_model(model)
-    assert isinstance(model.layer, NF4Linear) and layer.weight.size == 0
+    assert isinstance(model.layer, NF4Linear) and layer.weight.numel() == 0
 
 
 def test_an_optimizer_of_other_parameters_does_not_block():

@@ -60,7 +60,7 @@ def test_basic_properties():
     t = tl.zeros(2, 3, 4)
     assert t.shape == (2, 3, 4)
     assert t.ndim == 3
-    assert t.size == 24
+    assert t.numel() == 24 and t.size() == (2, 3, 4) and t.size(1) == 3
     assert len(t) == 2
     assert t.is_leaf and t.grad is None and t.grad_fn is None
     assert t.version == 0
@@ -376,17 +376,38 @@ def test_in_place_refused_on_leaf_requiring_grad_outside_no_grad(op):
     assert t.version == 1
 
 
-def test_in_place_refused_on_non_leaf():
-    y = tl.tensor([1.0], requires_grad=True) * 2
-    with pytest.raises(RuntimeError, match="non-leaf"), no_grad():
+def test_in_place_on_non_leaf_is_recorded_and_gives_the_out_of_place_gradient():
+    """In-place on a non-leaf is recorded in the graph (as PyTorch): the result and the
+    gradient are those of the out-of-place computation."""
+    x = tl.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.add_(1.0)
+    y.mul_(x)  # y = (2x + 1) * x
+    assert y.version == 2 and y.grad_fn is not None and not y.is_leaf
+    y.sum().backward()
+    reference = tl.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    ((reference * 2 + 1.0) * reference).sum().backward()
+    np.testing.assert_array_equal(y.data, ((reference * 2 + 1.0) * reference).data)
+    np.testing.assert_array_equal(x.grad, reference.grad)  # 4x + 1
+
+
+def test_in_place_on_non_leaf_under_no_grad_is_a_plain_write():
+    x = tl.tensor([1.0], requires_grad=True)
+    y = x * 2
+    with no_grad():
         y.add_(1.0)
-    assert y.version == 0
+    assert y.version == 1
+    np.testing.assert_array_equal(y.data, [3.0])
+    y.sum().backward()  # mul by a constant saved only the constant: x's gradient is still 2
+    np.testing.assert_array_equal(x.grad, [2.0])
 
 
 def test_in_place_operand_that_would_enlarge_raises_and_leaves_tensor_unchanged():
     t = tl.tensor([1.0, 2.0])
-    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+    with pytest.raises(ValueError, match=r"\(2,\) and \(3,\)"):
         t.add_(tl.tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match=r"\(2, 2\).*\(2,\)"):
+        t.add_(tl.zeros(2, 2))
     with pytest.raises(ValueError, match=r"\(2, 2\)"):
         t.copy_(np.ones((2, 2), dtype=np.float32))
     assert t.version == 0

@@ -52,12 +52,16 @@ CASES = {
     "sum-axis": (lambda a: a.sum(axis=(0, 2)), lambda a: a.sum(dim=(0, 2)), [(2, 3, 4)], "any"),
     "mean-keepdims": (lambda a: a.mean(axis=1, keepdims=True),
                       lambda a: a.mean(dim=1, keepdim=True), [(2, 3, 4)], "any"),
-    "max-axis": (lambda a: a.max(axis=-1), lambda a: a.amax(dim=-1), [(2, 3, 4)], "distinct"),
+    "amax-axis": (lambda a: a.amax(axis=-1), lambda a: a.amax(dim=-1), [(2, 3, 4)], "distinct"),
+    "max-dim-values": (lambda a: a.max(1).values, lambda a: a.max(1).values, [(2, 3, 4)],
+                       "distinct"),
     "max-all": (lambda a: a.max(), lambda a: a.max(), [(2, 3, 4)], "distinct"),
-    "var-biased": (lambda a: a.var(axis=-1), lambda a: a.var(dim=-1, unbiased=False),
-                   [(2, 3, 4)], "any"),
-    "var-unbiased": (lambda a: a.var(axis=(0, 1), ddof=1),
-                     lambda a: a.var(dim=(0, 1), unbiased=True), [(2, 3, 4)], "any"),
+    "var-biased": (lambda a: a.var(axis=-1, correction=0),
+                   lambda a: a.var(dim=-1, unbiased=False), [(2, 3, 4)], "any"),
+    "var-unbiased": (lambda a: a.var(axis=(0, 1)), lambda a: a.var(dim=(0, 1)), [(2, 3, 4)],
+                     "any"),
+    "std-keepdim": (lambda a: a.std(1, keepdim=True), lambda a: a.std(1, keepdim=True),
+                    [(2, 3, 4)], "any"),
     "logsumexp": (lambda a: a.logsumexp(axis=1), lambda a: a.logsumexp(dim=1),
                   [(2, 3, 4)], "any"),
     "softmax": (lambda a: a.softmax(axis=1), lambda a: a.softmax(dim=1), [(2, 3, 4)], "any"),
@@ -115,7 +119,7 @@ def test_float64_values_and_gradients_match_torch(name):
     assert out_ours.dtype == np.float64
     assert out_ours.shape == tuple(out_theirs.shape)
     np.testing.assert_allclose(out_ours.data, out_theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
-    seed = np.asarray(np.cos(np.arange(out_ours.size) * 0.7 + 0.2) + 1.5).reshape(out_ours.shape)
+    seed = np.asarray(np.cos(np.arange(out_ours.numel()) * 0.7 + 0.2) + 1.5).reshape(out_ours.shape)
     out_ours.backward(seed)
     out_theirs.backward(torch.from_numpy(seed))
     for mine, reference in zip(ours, theirs, strict=True):
@@ -175,7 +179,7 @@ def test_cross_entropy_options_match_torch(options, fused):
                                                    torch.from_numpy(targets), **options)
     np.testing.assert_allclose(out_ours.data, out_theirs.detach().numpy(), rtol=1e-12,
                                atol=1e-14)
-    seed = np.cos(np.arange(out_ours.size) * 0.9 + 0.3).reshape(out_ours.shape) + 1.5
+    seed = np.cos(np.arange(out_ours.numel()) * 0.9 + 0.3).reshape(out_ours.shape) + 1.5
     out_ours.backward(seed)
     out_theirs.backward(torch.from_numpy(np.asarray(seed)))
     np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=1e-10, atol=1e-14)

@@ -151,7 +151,7 @@ def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
     are no longer their views: after construction, ``load_state_dict`` or a step of the
     loop."""
     flat = _BUFFERS.get(optimizer)
-    sizes = [p.size for p in optimizer.parameters]
+    sizes = [p.numel() for p in optimizer.parameters]
     if flat is not None and flat["dtype"] == dtype and flat["sizes"] == sizes and all(
             entry["first_moment"] is first and entry["second_moment"] is second
             for entry, first, second in zip(optimizer.state, *flat["moment_views"],

@@ -47,6 +47,7 @@ __all__ = [
     "layer_norm_reference",
     "leaky_relu",
     "linear",
+    "one_hot",
     "linear_reference",
     "log_softmax",
     "log_softmax_reference",
@@ -126,29 +127,46 @@ def tanh(x: Tensor) -> Tensor:
 
 
 # --------------------------------------------------------------------------------- softmax
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Numerically stable softmax along ``axis`` (one fused node)."""
-    return _check_floating(x, "softmax input").softmax(axis)
+def softmax(x: Tensor, dim: int = -1, *, axis: int | None = None) -> Tensor:
+    """Numerically stable softmax along ``dim`` (one fused node)."""
+    return _check_floating(x, "softmax input").softmax(dim, axis=axis)
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Numerically stable log-softmax along ``axis`` (one fused node)."""
-    return _check_floating(x, "log_softmax input").log_softmax(axis)
+def log_softmax(x: Tensor, dim: int = -1, *, axis: int | None = None) -> Tensor:
+    """Numerically stable log-softmax along ``dim`` (one fused node)."""
+    return _check_floating(x, "log_softmax input").log_softmax(dim, axis=axis)
 
 
-def log_softmax_reference(x: Tensor, axis: int = -1) -> Tensor:
+def log_softmax_reference(x: Tensor, dim: int = -1) -> Tensor:
     """log-softmax as a chain of primitives: x - max - log Σ exp(x - max)."""
-    shifted = _check_floating(x, "log_softmax input") - x.max(axis, keepdims=True)
-    return shifted - shifted.exp().sum(axis, keepdims=True).log()
+    shifted = _check_floating(x, "log_softmax input") - x.amax(dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
 
 
-def softmax_reference(x: Tensor, axis: int = -1) -> Tensor:
+def softmax_reference(x: Tensor, dim: int = -1) -> Tensor:
     """softmax as a chain of primitives: exp(x - max) / Σ exp(x - max)."""
-    exps = (_check_floating(x, "softmax input") - x.max(axis, keepdims=True)).exp()
-    return exps / exps.sum(axis, keepdims=True)
+    exps = (_check_floating(x, "softmax input") - x.amax(dim, keepdim=True)).exp()
+    return exps / exps.sum(dim, keepdim=True)
 
 
-# --------------------------------------------------------------------------------- token ids
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """int64 rows of zeros with a 1 at each id: shape ``tensor.shape + (num_classes,)``.
+    ``num_classes=-1`` takes the largest id plus one."""
+    if not isinstance(tensor, Tensor) or tensor.dtype.kind not in "iu":
+        raise TypeError("one_hot takes an integer tensor of class ids, got "
+                        f"{getattr(tensor, 'dtype', type(tensor).__name__)}")
+    num_classes = validation.integer(num_classes, "one_hot num_classes", minimum=-1)
+    ids = tensor.data
+    if num_classes == -1:
+        if ids.size == 0:
+            raise ValueError("one_hot of an empty tensor needs num_classes")
+        num_classes = int(ids.max()) + 1
+    if ids.size and (ids.min() < 0 or ids.max() >= num_classes):
+        raise ValueError(f"one_hot: class ids must lie in [0, {num_classes}), got "
+                         f"{int(ids.min())} to {int(ids.max())}")
+    return Tensor(np.arange(num_classes) == ids[..., None]).long()
+
+
 def token_ids(ids: Any, limit: int, what: str = "token id", ignore: int | None = None
               ) -> np.ndarray:
     """Validate integer class/token ids against ``[0, limit)`` and return them as int64.
@@ -473,7 +491,7 @@ def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, 
     if x.ndim not in (2, 3):
         raise ValueError(f"batch_norm expects (N, C) or (N, C, L) input, got shape {x.shape}")
     channels = x.shape[1]
-    if training and x.size == channels:  # one value per channel
+    if training and x.numel() == channels:  # one value per channel
         raise ValueError(f"batch_norm in training needs more than 1 value per channel (a batch "
                          f"variance), got input shape {x.shape}")
     validation.positive(eps, "batch_norm eps")
@@ -513,7 +531,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     """
     _check_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     axes, channel_shape = _channel_axes(x)
-    if x.size == 0:
+    if x.numel() == 0:
         out = x if weight is None else x * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if not training:
@@ -525,7 +543,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             out = out * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if running_mean is not None or running_var is not None:
-        values_per_channel = x.size // x.shape[1]
+        values_per_channel = x.numel() // x.shape[1]
         batch_mean = x.data.mean(axis=axes)
         batch_var = x.data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
         with no_grad():

@@ -270,7 +270,7 @@ class BatchNorm1d(Module):
         out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                            training=updating, momentum=0.0 if momentum is None else momentum,
                            eps=self.eps)
-        if updating and x.size:  # F.batch_norm checked the input before it changed anything
+        if updating and x.numel():  # F.batch_norm checked the input before it changed anything
             with no_grad():
                 self.num_batches_tracked.copy_(self.num_batches_tracked.data + 1)
         return out

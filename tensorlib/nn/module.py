@@ -440,7 +440,7 @@ class Module:
         return parent._replace_child(name, module)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
-        return sum(p.size for p in self.parameters(include_frozen=not trainable_only))
+        return sum(p.numel() for p in self.parameters(include_frozen=not trainable_only))
 
     # ------------------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> Module:

@@ -355,7 +355,7 @@ def _quantized_layers(layers: list[tuple[str, Module]], block_size: int
     for name, layer in layers:
         if not isinstance(layer, Linear):
             raise TypeError(f"'{name or '(root)'}' is a {type(layer).__name__}, not a Linear")
-        if layer.weight.size == 0:
+        if layer.weight.numel() == 0:
             raise ValueError(f"the weight of Linear '{name or '(root)'}' was released when it "
                              "was quantized; use the NF4Linear that took its place")
     for name, layer in layers:

@@ -23,26 +23,32 @@ from tensorlib.ops.elementwise import (
     Tanh,
 )
 from tensorlib.ops.embedding import Embedding
+from tensorlib.ops.function import views_of
 from tensorlib.ops.loss import CrossEntropy
 from tensorlib.ops.matmul import Linear, MatMul
 from tensorlib.ops.normalization import BatchNorm, LayerNorm
-from tensorlib.ops.reduction import LogSumExp, Max, Mean, Sum, Var
+from tensorlib.ops.reduction import LogSumExp, Max, Mean, Std, Sum, Var
 from tensorlib.ops.shape import (
+    Clone,
     Concat,
     Expand,
+    Gather,
     GetItem,
+    IndexPut,
     MaskedFill,
     Permute,
     Reshape,
     Where,
+    is_advanced_index,
     normalize_index,
 )
 from tensorlib.ops.softmax import LogSoftmax, Softmax
 
 __all__ = [
-    "Abs", "Add", "BatchNorm", "Cast", "CausalAttention", "Concat", "CrossEntropy", "Div",
-    "Dropout", "Embedding", "Exp", "Expand", "Gelu", "GetItem", "LayerNorm", "LeakyRelu",
-    "Linear", "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "Maximum", "Mean",
-    "Mul", "Neg", "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid", "Sign", "Silu",
-    "Softmax", "Softplus", "Sqrt", "Sub", "Sum", "Tanh", "Var", "Where", "normalize_index",
+    "Abs", "Add", "BatchNorm", "Cast", "CausalAttention", "Clone", "Concat", "CrossEntropy", "Div",
+    "Dropout", "Embedding", "Exp", "Expand", "Gather", "Gelu", "GetItem", "IndexPut", "LayerNorm",
+    "LeakyRelu", "Linear", "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max",
+    "Maximum", "Mean", "Mul", "Neg", "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid",
+    "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std", "Sub", "Sum", "Tanh", "Var", "Where",
+    "is_advanced_index", "normalize_index", "views_of"
 ]

@@ -40,6 +40,9 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    """√x; its slope 1 / (2√x) is inf at 0 (nan after a zero gradient), as in PyTorch,
+    without numpy's warnings."""
+
     op_name = "sqrt"
 
     @staticmethod
@@ -51,7 +54,8 @@ class Sqrt(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (out,) = ctx.saved_tensors
-        return grad / (2.0 * out)
+        with array_module(grad).errstate(divide="ignore", invalid="ignore"):
+            return grad / (2.0 * out)
 
 
 class Abs(Function):

@@ -24,6 +24,7 @@ return Tensors, and Tensor's methods (``x + y``, ``x.sum()``) call the ops.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -212,7 +213,23 @@ def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...])
     for t in inputs:
         if t is not None and _memory_owner(t._data) is owner:
             result._version = t._version
+            _register_view(t._version, result)
             return
+
+
+def _register_view(box: list, view: Tensor) -> None:
+    """The views of one memory share its version box, whose entries after the count are
+    weak references to them (``views_of``). Dead ones are dropped whenever the box's length
+    reaches a power of two, so registering n views costs O(n) in all."""
+    length = len(box)
+    if length >= 8 and length & (length - 1) == 0:
+        box[1:] = [ref for ref in box[1:] if ref() is not None]
+    box.append(weakref.ref(view))
+
+
+def views_of(t: Tensor) -> list[Tensor]:
+    """The live tensors that ops made as views of ``t``'s memory (``t`` too, if it is one)."""
+    return [view for view in (ref() for ref in t._version[1:]) if view is not None]
 
 
 # ------------------------------------------------------------------------------- custom VJPs

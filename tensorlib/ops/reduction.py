@@ -9,13 +9,17 @@ from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 
 
+def _reduced_axes_back(grad: Any, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
+    """A reduction's output gradient with the reduced axes back, of size 1 (a view)."""
+    if keepdims or axis is None:
+        return grad
+    return array_module(grad).expand_dims(grad, axis)
+
+
 def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,
                  keepdims: bool) -> Any:
     """Broadcast a reduced gradient back over the reduced axes (a read-only view)."""
-    xp = array_module(grad)
-    if not keepdims and axis is not None:
-        grad = xp.expand_dims(grad, axis)
-    return xp.broadcast_to(grad, shape)
+    return array_module(grad).broadcast_to(_reduced_axes_back(grad, axis, keepdims), shape)
 
 
 def _reduced_shape(shape: tuple[int, ...], axis: tuple[int, ...] | None,
@@ -91,38 +95,70 @@ class Max(Function):
         xp = array_module(a)
         is_max = a == out
         ties = is_max.sum(axis=ctx.axis, keepdims=True)  # 0 where the maximum is nan
-        if not ctx.keepdims and ctx.axis is not None:
-            grad = xp.expand_dims(grad, ctx.axis)
+        grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
         with _quiet(xp):  # a nan maximum: nan gradients over its slice, as PyTorch's amax
             return (is_max * (grad / ties)).astype(a.dtype)
 
 
+def _deviations(a: Any, axis: Any, correction: float) -> tuple[Any, Any, Any]:
+    """x - mean over ``axis``, the variance (keeping the reduced axes) and its divisor
+    n - ``correction`` (0 where that is 0 or less, so the variance is nan or inf)."""
+    xp = array_module(a)
+    count = _count(a.shape, axis)
+    with _quiet(xp):  # no elements: a nan mean
+        centered = a - (a.mean(axis=axis, keepdims=True) if count else xp.nan)
+        divisor = a.dtype.type(max(count - correction, 0))
+        return centered, (centered * centered).sum(axis=axis, keepdims=True) / divisor, divisor
+
+
 class Var(Function):
-    """Σ (x - mean)² / (n - ``ddof``) over ``axis`` (``ddof=0``: the biased estimate).
-    Where n - ddof <= 0 the divisor is 0, so the result is nan or inf, as in PyTorch."""
+    """Σ (x - mean)² / (n - ``correction``) over ``axis`` (``correction=1``: the unbiased
+    estimate, 0: the biased one). Where n - correction <= 0 the divisor is 0, so the result
+    is nan or inf, as in PyTorch."""
 
     op_name = "var"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
-                ddof: int = 0) -> Any:
-        xp = array_module(a)
-        count = _count(a.shape, axis)
-        with _quiet(xp):  # no elements: a nan mean
-            centered = a - (a.mean(axis=axis, keepdims=True) if count else xp.nan)
-            ctx.save_for_backward(centered)
-            ctx.axis, ctx.keepdims = axis, keepdims
-            ctx.divisor = a.dtype.type(max(count - ddof, 0))
-            return (centered * centered).sum(axis=axis, keepdims=keepdims) / ctx.divisor
+                correction: float = 1.0) -> Any:
+        centered, variance, ctx.divisor = _deviations(a, axis, correction)
+        ctx.save_for_backward(centered)
+        ctx.axis, ctx.keepdims = axis, keepdims
+        return variance if keepdims else variance.reshape(_reduced_shape(a.shape, axis))
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (centered,) = ctx.saved_tensors
         xp = array_module(grad)
-        if not ctx.keepdims and ctx.axis is not None:
-            grad = xp.expand_dims(grad, ctx.axis)
+        grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
         with _quiet(xp):
             return grad * centered * (2 / ctx.divisor)
+
+
+class Std(Function):
+    """√var over ``axis`` (as :class:`Var`, with ``correction``). Where it is 0 (every value
+    equal) its gradient is 0, as in PyTorch: the slope of √ there is infinite, and every
+    deviation it would multiply is 0."""
+
+    op_name = "std"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
+                correction: float = 1.0) -> Any:
+        centered, variance, ctx.divisor = _deviations(a, axis, correction)
+        std = array_module(a).sqrt(variance)
+        ctx.save_for_backward(centered, std)
+        ctx.axis, ctx.keepdims = axis, keepdims
+        return std if keepdims else std.reshape(_reduced_shape(a.shape, axis))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        centered, std = ctx.saved_tensors
+        xp = array_module(grad)
+        grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
+        with _quiet(xp):
+            grad_variance = xp.where(std == 0, 0, grad / (2 * std)).astype(std.dtype)
+            return grad_variance * centered * (2 / ctx.divisor)
 
 
 class LogSumExp(Function):
@@ -151,8 +187,7 @@ class LogSumExp(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         a, out = ctx.saved_tensors
         xp = array_module(a)
-        if not ctx.keepdims and ctx.axis is not None:
-            grad = xp.expand_dims(grad, ctx.axis)
+        grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
         with _quiet(xp):
             weights = xp.where(xp.isfinite(out), xp.exp(a - out), 0)
         return (grad * weights).astype(a.dtype)

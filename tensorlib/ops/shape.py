@@ -62,6 +62,8 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> Any:
                 and not isinstance(item, np.generic):
             if item.dtype.kind not in "iub":
                 raise IndexError(f"index arrays must be integer or boolean, got dtype {item.dtype}")
+            if item.ndim == 0 and item.dtype.kind in "iu":
+                return int(item)  # one integer picks as a Python int does: a view, as in PyTorch
         return item
 
     if isinstance(index, tuple):
@@ -69,7 +71,7 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> Any:
     return convert(index)
 
 
-def _is_advanced(index: Any) -> bool:
+def is_advanced_index(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return any(hasattr(item, "ndim") and not isinstance(item, np.generic) for item in items)
 
@@ -82,7 +84,7 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, index: Any) -> Any:
-        advanced = _is_advanced(index)
+        advanced = is_advanced_index(index)
         try:
             out = a[index]
             if not advanced and isinstance(out, np.generic):  # one element: a 0-d view
@@ -163,3 +165,85 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         return array_module(grad).where(ctx.mask, 0, grad)
+
+
+class IndexPut(Function):
+    """``a`` with ``a[index] = value`` (``value`` broadcast to the indexed entries): what
+    ``x[index] = value`` computes. The overwritten entries pass no gradient to ``a``;
+    ``value`` gets the gradient of every entry it was written to (summed over broadcasting,
+    and over each repeat of a repeated advanced index, as in PyTorch)."""
+
+    op_name = "index_put"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, value: Any, index: Any) -> Any:
+        out = a.copy()
+        try:
+            out[index] = value
+        except IndexError as error:
+            raise IndexError(f"index {index!r} is invalid for a tensor of shape {a.shape}: "
+                             f"{error}") from None
+        except ValueError:
+            raise ValueError(f"cannot assign a value of shape {value.shape} to the entries "
+                             f"{index!r} of a tensor of shape {a.shape} (shape "
+                             f"{out[index].shape})") from None
+        ctx.index, ctx.value_shape = index, value.shape
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        grad_a = grad_value = None
+        if ctx.needs_input_grad[0]:
+            grad_a = grad.copy()
+            grad_a[ctx.index] = 0
+        if ctx.needs_input_grad[1]:
+            grad_value = _unbroadcast_to(grad[ctx.index], ctx.value_shape)
+        return grad_a, grad_value
+
+
+def _unbroadcast_to(grad: Any, shape: tuple[int, ...]) -> Any:
+    """``unbroadcast``, also where the value had more leading size-1 dims than the entries it
+    was written to (``x[0] = v`` with ``v`` of shape (1, 3) into a row of 3)."""
+    extra = len(shape) - grad.ndim
+    if extra > 0:
+        return unbroadcast(grad.reshape((1,) * extra + grad.shape), shape)
+    return unbroadcast(grad, shape)
+
+
+class Gather(Function):
+    """``out[i][j] = a[index[i][j]][j]`` along ``dim`` (numpy's ``take_along_axis``); the
+    backward adds each entry's gradient to the entry it was picked from."""
+
+    op_name = "gather"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, dim: int, index: Any) -> Any:
+        xp = array_module(a)
+        # index may be smaller than a off dim: gather from the matching corner of a
+        corner = tuple(slice(0, n) if d != dim else slice(None) for d, n in
+                       enumerate(index.shape))
+        ctx.input_shape, ctx.dim, ctx.index, ctx.corner = a.shape, dim, index, corner
+        return xp.take_along_axis(a[corner], index, axis=dim)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = array_module(grad)
+        full = xp.zeros(ctx.input_shape, dtype=grad.dtype)
+        grid = list(xp.indices(ctx.index.shape, sparse=True))
+        grid[ctx.dim] = ctx.index
+        xp.add.at(full, tuple(grid), grad)
+        return full
+
+
+class Clone(Function):
+    """A copy in memory of its own; the gradient passes through unchanged."""
+
+    op_name = "clone"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        return a.copy()
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return grad

@@ -510,7 +510,7 @@ def draw_module(module: Any, name: str = "model", rankdir: str = "auto",
     ids = {id(m): f"m{i}" for i, (_, m) in enumerate(entries)}
     for dotted, sub in entries:
         own = list(sub.named_parameters(recurse=False))
-        own_count = sum(p.size for _, p in own)
+        own_count = sum(p.numel() for _, p in own)
         total = sub.num_parameters()
         title = dotted.rsplit(".", 1)[-1] if dotted else name
         rows = [f"{title}\n{type(sub).__name__}"]

@@ -51,11 +51,11 @@ def float32_error(p: float, coefficients: np.ndarray) -> tuple[float, float]:
         y.backward(np.ones(x.shape, dtype=np.float32))
     finally:
         gelu.GELU32_P, gelu.GELU32_R = saved
-    exact_x = x.data.astype(np.float64)
+    exact_x = x.numpy().astype(np.float64)
     cdf = special.ndtr(exact_x)
     slope = cdf + exact_x * np.exp(-exact_x * exact_x / 2) / math.sqrt(2 * math.pi)
-    return (float(np.abs(y.data - exact_x * cdf).max()),
-            float(np.abs(x.grad - slope).max()))
+    return (float(np.abs(y.numpy() - exact_x * cdf).max()),
+            float(np.abs(x.grad.numpy() - slope).max()))
 
 
 if __name__ == "__main__":

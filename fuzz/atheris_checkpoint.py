@@ -95,7 +95,7 @@ def seed_inputs() -> list[bytes]:
 
 def _snapshot(model: Any, optimizer: Any, rng: Any) -> dict[str, Any]:
     return {
-        "params": [(name, p.data.tobytes(), p.shape, p.version, p.grad)
+        "params": [(name, p.numpy().tobytes(), p.shape, p.version, p.grad)
                    for name, p in model.named_parameters()],
         "config": optimizer.config(),
         "state": [(entry["step"], entry["first_moment"].tobytes(),

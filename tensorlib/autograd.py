@@ -366,7 +366,7 @@ def _seed(root: Tensor, grad: Any) -> Any:
         if root.numel() != 1:
             raise RuntimeError(f"backward() without a gradient needs a one-element output; "
                                f"got shape {root.shape} (pass grad= of that shape)")
-        return np.ones_like(root.data)
+        return np.ones_like(root._data)
     if not hasattr(grad, "shape"):
         grad = np.asarray(grad)
     if grad.shape != root.shape:

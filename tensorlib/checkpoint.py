@@ -388,7 +388,7 @@ def _parameter_chunks(named: dict[str, Parameter]) -> list[bytes]:
             raise ValueError(f"parameter '{name}' shape {shape} does not fit u32 dims")
         chunks.append(_name_bytes(name))
         chunks.append(struct.pack(f"<I{len(shape)}IQ", len(shape), *shape, parameter.numel()))
-        chunks.append(_f32_bytes(parameter.data, f"parameter '{name}'"))
+        chunks.append(_f32_bytes(parameter._data, f"parameter '{name}'"))
     return chunks
 
 
@@ -517,7 +517,7 @@ def _match_parameters(contents: _Contents, live: dict[str, Parameter],
             if entry.shape != tuple(parameter.shape):
                 problems.append(f"'{name}' has shape {entry.shape} in the file, "
                                 f"{tuple(parameter.shape)} in the model")
-            elif not writable(parameter.data):
+            elif not writable(parameter._data):
                 problems.append(f"'{name}' is read-only in the model")
             else:
                 staged.append((parameter, entry.values.reshape(entry.shape)))

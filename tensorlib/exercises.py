@@ -86,7 +86,7 @@ _HANDED_OUT: list[tuple[Any, str, str]] = []
 
 def _array(value: Any) -> np.ndarray:
     """A Tensor's array, or ``value`` as an array (an ndarray's ``.data`` is its raw buffer)."""
-    return np.asarray(value.data if isinstance(value, Tensor) else value)
+    return np.asarray(value._data if isinstance(value, Tensor) else value)
 
 
 class _Mismatch(Exception):
@@ -387,7 +387,8 @@ class Checker:
         """Stop the case unless ``received == expected`` (arrays: same shape and values).
         ``mistakes``: what a classic mistake gives, ``{"what the learner did": value}``
         (a value or a function that computes it); the report names the one received."""
-        if isinstance(expected, np.ndarray) or isinstance(received, np.ndarray):
+        if isinstance(expected, (np.ndarray, Tensor)) or isinstance(received, (np.ndarray, Tensor)):
+            received, expected = _array(received), _array(expected)
             same = np.shape(received) == np.shape(expected) and \
                 bool(np.array_equal(np.asarray(received), np.asarray(expected)))
             if not same:

@@ -81,7 +81,7 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Tensor, eps: float = 1e-6,
             raise TypeError(f"gradcheck: input {position} has dtype {value.dtype}; gradients "
                             "are checked in float64 (use .double())")
         # A fresh leaf sharing the caller's array, so non-contiguous inputs stay so.
-        leaf = Tensor._from_array(value.data)
+        leaf = Tensor._from_array(value._data)
         leaf.requires_grad = value.requires_grad
         prepared.append(leaf)
     checked = [i for i, t in enumerate(prepared) if t.requires_grad]
@@ -92,12 +92,12 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Tensor, eps: float = 1e-6,
 
     def projected() -> float:
         with no_grad():
-            return float(np.sum(fn(*prepared).data.astype(np.float64) * weights))
+            return float(np.sum(fn(*prepared)._data.astype(np.float64) * weights))
 
     for position in checked:
         leaf = prepared[position]
-        analytic = leaf.grad if leaf.grad is not None else np.zeros_like(leaf.data)
-        _compare(f"input {position}", leaf.data, analytic, projected, np.ndindex(leaf.shape),
+        analytic = leaf.grad._data if leaf.grad is not None else np.zeros_like(leaf._data)
+        _compare(f"input {position}", leaf._data, analytic, projected, np.ndindex(leaf.shape),
                  eps, atol, rtol)
     return True
 
@@ -122,13 +122,14 @@ def gradcheck_module(module: Any, run: Callable[[], Tensor], eps: float = 1e-6,
 
     def projected() -> float:
         with no_grad():
-            return float(np.sum(run().data * weights))
+            return float(np.sum(run()._data * weights))
 
     for name, parameter in named:
-        analytic = parameter.grad if parameter.grad is not None else np.zeros(parameter.shape)
+        analytic = parameter.grad._data if parameter.grad is not None \
+            else np.zeros(parameter.shape)
         count = parameter.numel() if entries is None else min(entries, parameter.numel())
         flat = np.unique(np.linspace(0, parameter.numel() - 1, count).astype(int))
         indices = zip(*np.unravel_index(flat, parameter.shape), strict=True)
-        _compare(f"parameter '{name}'", parameter.data, analytic, projected, indices,
+        _compare(f"parameter '{name}'", parameter._data, analytic, projected, indices,
                  eps, atol, rtol)
     return len(named)

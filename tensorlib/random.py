@@ -100,7 +100,7 @@ def _float_array(value: Tensor, what: str) -> np.ndarray:
     """The values of a floating-point tensor as a numpy array."""
     if value.dtype.kind != "f":
         raise TypeError(f"{what} must be a floating-point tensor, got dtype {value.dtype}")
-    return to_numpy(value.data)
+    return to_numpy(value._data)
 
 
 def _in_dtype(values: Any, dtype: np.dtype, what: str) -> np.ndarray:

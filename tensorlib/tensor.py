@@ -42,7 +42,7 @@ def _is_floating(dtype: np.dtype) -> bool:
 def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
     """Convert ``data`` to an ndarray: Python floats become float32, ints int64."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if dtype is not None:
         dtype = validation.tensor_dtype(dtype)
         if isinstance(data, np.ndarray) or is_backend_array(data):
@@ -115,14 +115,13 @@ class Tensor:
     made a non-leaf tensor. Only floating-point tensors can require gradients.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "grad_fn", "_version", "_view_of", "name",
+    __slots__ = ("_data", "_grad", "_requires_grad", "grad_fn", "_version", "_view_of", "name",
                  "__weakref__")
-    __array_priority__ = 1000  # numpy defers ``ndarray <op> Tensor`` to the Tensor
-    __array_ufunc__ = None
+    __array_priority__ = 1000  # numpy asks the Tensor first: see __array_ufunc__
 
     def __init__(self, data: Any, dtype: DTypeLike | None = None, requires_grad: bool = False):
         self._data = _to_array(data, dtype)
-        self.grad: np.ndarray | None = None
+        self._grad: Tensor | None = None
         self.grad_fn = None
         self._version = [0]  # a shared box, so a detached view sees the same counter
         self._view_of: tuple[weakref.ref, Any] | None = None  # x[i]: (x, i), see __getitem__
@@ -137,7 +136,7 @@ class Tensor:
         tensor's values can be changed in place like any other's."""
         tensor = cls.__new__(cls)
         tensor._data = np.asarray(array) if isinstance(array, np.generic) else array
-        tensor.grad = None
+        tensor._grad = None
         tensor.grad_fn = None
         tensor._version = [0]
         tensor._view_of = None
@@ -147,14 +146,39 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- basics
     @property
-    def data(self) -> np.ndarray:
-        """The underlying array. Assigning a new array counts as an in-place change."""
-        return self._data
+    def data(self) -> Tensor:
+        """The values without the graph: a tensor sharing this one's memory (and version), as
+        PyTorch's ``.data``. ``p.data -= lr * p.grad`` changes ``p`` in place; assigning
+        ``p.data = values`` replaces its values (an in-place change, counted as one). The
+        array itself is :meth:`numpy`."""
+        return self.detach()
 
     @data.setter
     def data(self, value: Any) -> None:
-        self._data = _to_array(value, None)
+        self._data = _to_array(value._data if isinstance(value, Tensor) else value, None)
         self._bump_version()
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward accumulated here, a tensor of this tensor's shape and dtype
+        (None before any backward, or after ``zero_grad``)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if isinstance(value, np.generic):  # numpy's answer for a reduction to one number
+            value = np.asarray(value)
+        if not isinstance(value, Tensor):
+            if not (isinstance(value, np.ndarray) or is_backend_array(value)):
+                raise TypeError(f"grad must be a Tensor or None, got {type(value).__name__}")
+            value = Tensor._from_array(value)
+        if value.shape != self.shape or value.dtype != self.dtype:
+            raise ValueError(f"the gradient of a tensor of shape {self.shape} and dtype "
+                             f"{self.dtype} cannot be {value.dtype} of shape {value.shape}")
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -276,7 +300,31 @@ class Tensor:
             raise ValueError(f"{what} needs a tensor with one element, got shape {self.shape}")
         return self._data.reshape(()).item()
 
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's ufuncs given a tensor. An operator with an array on its left
+        (``array * tensor``) is the tensor's reflected operator, so it gives a tensor, as
+        if the array were one; any other ufunc (``np.exp(t)``, ``np.abs(t)``, ``array +=
+        t``) computes on the arrays and returns an array, outside the graph."""
+        operators = _UFUNC_OPERATORS.get(ufunc)
+        if method == "__call__" and operators and len(inputs) == 2 and not kwargs:
+            left, right = inputs
+            if isinstance(left, Tensor):
+                return getattr(left, operators[0])(right)
+            return getattr(right, operators[1])(left)
+        inputs = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x._data if isinstance(x, Tensor) else x for x in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """numpy's functions given tensors (``np.sum(t)``, ``np.allclose(t, u)``) run on the
+        tensors' arrays and return what numpy returns."""
+        return func(*_arrays_in(args), **_arrays_in(kwargs))
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The array (``np.asarray(t)``), or a copy of it (``np.array(t)``)."""
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
         return np.asarray(self._data, dtype=dtype)
 
     def __repr__(self) -> str:
@@ -318,7 +366,7 @@ class Tensor:
         ``grad`` is required for non-scalar tensors (the vector of a vector-Jacobian product).
         Without ``retain_graph`` the saved arrays are freed and a second backward raises.
         """
-        run_backward(self, grad.data if isinstance(grad, Tensor) else grad, retain_graph)
+        run_backward(self, grad._data if isinstance(grad, Tensor) else grad, retain_graph)
 
     # ----------------------------------------------------------------------------- in place
     # An in-place change writes into the tensor's own memory, so its views see the new values,
@@ -399,7 +447,7 @@ class Tensor:
                 and view_of[1] == index:
             return  # `x[i] += v`: the change went through the view x[i] into x already
         if not self._records(value):
-            source = value.data if isinstance(value, Tensor) else \
+            source = value._data if isinstance(value, Tensor) else \
                 value if is_backend_array(value) else validation.numeric_array(value, what)
             try:
                 self._data[index] = source  # numpy casts to this dtype, as PyTorch does
@@ -562,10 +610,22 @@ class Tensor:
     def __pos__(self) -> Tensor:
         return self
 
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def __invert__(self) -> Tensor:
+        """Logical not of a bool tensor, bitwise not of an integer one (not differentiable)."""
+        if self.dtype.kind not in "biu":
+            raise TypeError(f"~ needs a bool or integer tensor, got dtype {self.dtype}")
+        return Tensor._from_array(~self._data)
+
     # comparisons: non-differentiable boolean tensors
     def _compare(self, other: Any, ufunc: np.ufunc) -> Tensor:
+        if not isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)) \
+                and not is_backend_array(other):
+            return NotImplemented  # Python then asks ``other`` (pytest.approx, say)
         a, b = _pair(self, other)
-        return Tensor._from_array(ufunc(a.data, b.data))
+        return Tensor._from_array(ufunc(a._data, b._data))
 
     def __lt__(self, other: Any) -> Tensor:
         return self._compare(other, np.less)
@@ -880,7 +940,7 @@ class Tensor:
         the entries ``index`` picks along ``dim``. ``index`` is an integer tensor with as
         many dims as ``self``; the gradient adds up where an entry is picked twice."""
         dim = _axis(dim, self.ndim)
-        picks = index.data if isinstance(index, Tensor) else np.asarray(index)
+        picks = index._data if isinstance(index, Tensor) else np.asarray(index)
         if picks.dtype.kind not in "iu" or picks.ndim != self.ndim:
             raise TypeError(f"gather: index must be an integer tensor with {self.ndim} dims, "
                             f"got dtype {picks.dtype} with {picks.ndim}")
@@ -906,6 +966,29 @@ class Tensor:
 
 
 # --------------------------------------------------------------------------------- helpers
+# numpy's ufuncs that are Python operators: (the method, its reflected twin)
+_UFUNC_OPERATORS = {
+    np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"),
+    np.multiply: ("__mul__", "__rmul__"), np.true_divide: ("__truediv__", "__rtruediv__"),
+    np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
+    np.less: ("__lt__", "__gt__"), np.less_equal: ("__le__", "__ge__"),
+    np.greater: ("__gt__", "__lt__"), np.greater_equal: ("__ge__", "__le__"),
+    np.equal: ("__eq__", "__eq__"), np.not_equal: ("__ne__", "__ne__"),
+}
+
+
+def _arrays_in(value: Any) -> Any:
+    """``value`` with every Tensor in it (in lists, tuples and dicts too) replaced by its
+    array."""
+    if isinstance(value, Tensor):
+        return value._data
+    if isinstance(value, (list, tuple)):
+        return type(value)(_arrays_in(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _arrays_in(item) for key, item in value.items()}
+    return value
+
+
 def _one_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """Accept ``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
@@ -964,7 +1047,7 @@ def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[in
 def _number(value: Any, what: str) -> Any:
     """One number to write into a tensor: a Python or numpy number, or a one-element
     tensor or array (``validation.fill_value``)."""
-    return validation.fill_value(value.data if isinstance(value, Tensor) else value, what)
+    return validation.fill_value(value._data if isinstance(value, Tensor) else value, what)
 
 
 def _in_place_operand(value: Any, what: str) -> Any:
@@ -1066,15 +1149,15 @@ def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
         raise TypeError(f"mixed floating dtypes {a.dtype} and {b.dtype}; convert one with "
                         ".float() or .double() first")
     if a_float:
-        return a, Tensor._from_array(b.data.astype(a.dtype))
+        return a, Tensor._from_array(b._data.astype(a.dtype))
     if b_float:
-        return Tensor._from_array(a.data.astype(b.dtype)), b
+        return Tensor._from_array(a._data.astype(b.dtype)), b
     common = np.result_type(a.dtype, b.dtype)
-    return Tensor._from_array(a.data.astype(common)), Tensor._from_array(b.data.astype(common))
+    return Tensor._from_array(a._data.astype(common)), Tensor._from_array(b._data.astype(common))
 
 
 def _bool_mask(mask: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
-    array = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    array = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
     if array.dtype != np.bool_:
         raise TypeError(f"{what}: the mask must be boolean, got dtype {array.dtype}")
     try:
@@ -1234,19 +1317,19 @@ def minimum(a: Any, b: Any) -> Tensor:
 def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
     """Where ``|input - other| <= atol + rtol * |other|`` (a bool tensor), as PyTorch."""
-    a, b = (np.asarray(x.data if isinstance(x, Tensor) else x) for x in (input, other))
+    a, b = (np.asarray(x._data if isinstance(x, Tensor) else x) for x in (input, other))
     return Tensor._from_array(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
     """True when every entry is :func:`isclose` (a Python bool)."""
-    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when both have one shape and equal values (a Python bool)."""
-    return input.shape == other.shape and bool(np.array_equal(input.data, other.data))
+    return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
 
 
 def _same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:

@@ -54,7 +54,7 @@ def train_recording(model, optimizer, batches):
         loss = model.loss(tokens[:, :-1], tokens[:, 1:])
         loss.backward()
         if first_grads is None:
-            first_grads = {name: p.grad.copy() for name, p in model.named_parameters()}
+            first_grads = {name: p.grad.numpy().copy() for name, p in model.named_parameters()}
         losses.append(loss.item())
         optimizer.step()
     return losses, first_grads

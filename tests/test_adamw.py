@@ -35,7 +35,7 @@ def set_grads(net: Module, seed: int = 0, scale: float = 1.0) -> None:
 
 
 def snapshot(net: Module, opt: AdamW):
-    params = [(p.data.copy(), p.version) for p in net.parameters()]
+    params = [(p.numpy().copy(), p.version) for p in net.parameters()]
     return params, opt.state_dict()
 
 
@@ -165,7 +165,7 @@ def test_second_step_by_hand():
         m_hat = m2 / (1 - 0.9**2)
         v_hat = v2 / (1 - 0.999**2)
         p2 = p1 - 0.1 * (m_hat / (math.sqrt(v_hat) + 1e-8) + 0.01 * p1)
-        assert p.data[i] == pytest.approx(p2, rel=1e-6)
+        assert p.numpy()[i] == pytest.approx(p2, rel=1e-6)
         assert opt.state[0]["first_moment"][i] == pytest.approx(m2, rel=1e-6)
         assert opt.state[0]["second_moment"][i] == pytest.approx(v2, rel=1e-5)
     assert opt.state[0]["step"] == 2
@@ -209,7 +209,7 @@ def test_update_through_module_children_skips_frozen_and_gradless():
     set_grads(net)
     net.bias.grad = None
     net.inner.scale.grad = np.ones(1, dtype=np.float32)  # frozen: ignored even with a grad
-    before = {name: (p.data.copy(), p.version) for name, p in net.named_parameters()}
+    before = {name: (p.numpy().copy(), p.version) for name, p in net.named_parameters()}
     opt = AdamW(net, lr=0.1)
     opt.step()
     changed = {name for name, p in net.named_parameters()
@@ -324,7 +324,7 @@ def trained_net_and_optimizer(**kwargs):
 
 def test_mismatched_gradient_shape_changes_nothing():
     net, opt = trained_net_and_optimizer()
-    net.inner.weight.grad = np.ones((1, 3), dtype=np.float32)
+    net.inner.weight.grad.data = np.ones((1, 3), dtype=np.float32)  # the setter would refuse
     before = snapshot(net, opt)
     with pytest.raises(ValueError, match=r"parameter 2 .*inner\.weight.*\(1, 3\)"):
         opt.step()

@@ -133,10 +133,10 @@ def test_output_dropout_only_in_training():
     layer = MultiheadAttention(4, 2, dropout=0.5, rng=Rng(1))
     x = tl.Tensor(np.random.default_rng(0).normal(size=(1, 4, 4)).astype(np.float32))
     layer.eval()
-    clean = layer(x).data
+    clean = layer(x).numpy()
     np.testing.assert_array_equal(layer(x).data, clean)
     layer.train()
-    noisy = layer(x).data
+    noisy = layer(x).numpy()
     zeroed = noisy == 0
     assert zeroed.any()
     np.testing.assert_allclose(noisy[~zeroed], clean[~zeroed] * 2, rtol=1e-5)
@@ -173,7 +173,7 @@ def test_matches_torch_forward_and_backward():
     x = tl.Tensor(x_np, requires_grad=True)
     layer(x).backward(upstream)
 
-    tensors = {n: torch.tensor(p.data, requires_grad=True) for n, p in layer.named_parameters()}
+    tensors = {n: torch.tensor(p.numpy(), requires_grad=True) for n, p in layer.named_parameters()}
     tx = torch.tensor(x_np, requires_grad=True)
     q, k, v = (tx @ tensors["qkv_weight"][i] + tensors["qkv_bias"][i] for i in range(3))
     q, k, v = (t.reshape(2, 5, 2, 4).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)

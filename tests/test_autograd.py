@@ -117,7 +117,7 @@ def test_grad_is_not_aliased_to_graph_arrays():
     assert seed[0] == 1.0
     z = _f64([1.0, 2.0])
     z.sum().backward()  # the sum's backward is a read-only broadcast
-    assert z.grad.flags.writeable
+    assert z.grad.numpy().flags.writeable
     z.grad += 1.0
     np.testing.assert_array_equal(z.grad, [2.0, 2.0])
 
@@ -145,7 +145,7 @@ def _graph_with_saved_intermediate():
     x = _f64([0.3, -0.7, 1.1])
     h = x.exp()  # Exp saves its output, Mul saves h's array
     y = (h * h).sum()
-    ref = weakref.ref(h.data)
+    ref = weakref.ref(h.numpy())
     return x, y, ref
 
 
@@ -168,7 +168,7 @@ def test_retain_graph_keeps_saved_arrays():
 def test_second_backward_raises_mentioning_retain_graph():
     x, y, _ = _graph_with_saved_intermediate()
     y.backward()
-    first = x.grad.copy()
+    first = x.grad.numpy().copy()
     with pytest.raises(RuntimeError, match="retain_graph"):
         y.backward()
     np.testing.assert_array_equal(x.grad, first)
@@ -186,7 +186,7 @@ def test_retain_graph_allows_two_passes_and_doubles_the_grad():
     x = _f64([0.3, -0.7, 1.1])
     y = (x.exp() * x).sum()
     y.backward(retain_graph=True)
-    once = x.grad.copy()
+    once = x.grad.numpy().copy()
     np.testing.assert_allclose(once, np.exp(x.data) * (1 + x.data))
     y.backward()
     np.testing.assert_allclose(x.grad, 2 * once, rtol=1e-15)
@@ -382,7 +382,7 @@ def test_a_failed_custom_vjp_changes_no_visible_gradient():
     # the .grad of a retained non-leaf, which the pass reaches before the failing callback.
     x = tl.tensor([1.0, 2.0], requires_grad=True)
     y = tl.tensor([3.0, 4.0], requires_grad=True)
-    y.grad = np.array([5.0, 6.0])  # from an earlier pass
+    y.grad = np.array([5.0, 6.0], dtype=np.float32)  # from an earlier pass
     d = custom_gradient(x.data * 3, [x], lambda g: (g[:1],)) * 2 + y  # a wrong-shape VJP
     d.retain_grad()
     with pytest.raises(RuntimeError, match="gradient of shape \\(1,\\) for input 0"):
@@ -429,7 +429,7 @@ def test_custom_gradient_none_for_an_input():
 def test_custom_gradient_bad_vjp_raises_and_changes_no_grad(vjp, message):
     a, b = _f64([1.0, 2.0]), _f64([3.0, 4.0])
     (a * 10.0 + b * 20.0).sum().backward()  # grads accumulated earlier
-    before = a.grad.copy(), b.grad.copy()
+    before = a.grad.numpy().copy(), b.grad.numpy().copy()
     out = custom_gradient(a.data + b.data, [a, b], vjp)
     loss = (out * a).sum()  # `a` also gets a contribution from a healthy path
     with pytest.raises(RuntimeError, match=message):
@@ -441,7 +441,7 @@ def test_custom_gradient_bad_vjp_raises_and_changes_no_grad(vjp, message):
 def test_custom_gradient_vjp_that_raises_leaves_every_grad_unchanged():
     a, b = _f64([1.0, 2.0]), _f64([3.0, 4.0])
     (a * 2.0 + b).sum().backward()
-    before = a.grad.copy(), b.grad.copy()
+    before = a.grad.numpy().copy(), b.grad.numpy().copy()
 
     def exploding(g):
         raise ZeroDivisionError("vjp failed")
@@ -468,9 +468,9 @@ def test_custom_gradient_on_another_device_is_refused_before_any_grad_changes():
     try:
         a, b = _f64([1.0, 2.0]), _f64([3.0, 4.0])
         (a + b).sum().backward()
-        before = a.grad.copy(), b.grad.copy()
+        before = a.grad.numpy().copy(), b.grad.numpy().copy()
         out = custom_gradient(a.data * b.data, [a, b],
-                              lambda g: (g * b.data, (g * a.data).view(_OtherDeviceArray)))
+                              lambda g: (g * b.data, (g * a.numpy()).view(_OtherDeviceArray)))
         with pytest.raises(RuntimeError, match="device 'otherdevice' for input 1, which is "
                                                "on 'cpu'"):
             out.sum().backward()

@@ -98,14 +98,15 @@ def everything(model: Module) -> list:
 
 def snapshot(model: Module) -> list:
     """What a failed transfer must leave unchanged: data objects, versions, grads."""
-    return [(t.data, t.version, t.grad) for t in everything(model)]
+    return [(t.numpy(), t.version, t.grad, None if t.grad is None else t.grad.numpy())
+            for t in everything(model)]
 
 
 def assert_unchanged(model: Module, before: list) -> None:
     after = snapshot(model)
     assert len(after) == len(before)
     for old, new in zip(before, after, strict=True):
-        assert new[0] is old[0] and new[1] == old[1] and new[2] is old[2]
+        assert new[0] is old[0] and new[1] == old[1] and new[2] is old[2] and new[3] is old[3]
 
 
 def with_gradients(model: Module) -> Module:
@@ -212,7 +213,7 @@ def test_successful_transfer_moves_all_bumps_versions_drops_grads(fake):
     versions = [p.version for p in everything(model)]
     assert model.to("fakegpu") is model
     moved = everything(model)
-    assert all(type(p.data) is FakeDeviceArray and p.device == "fakegpu" for p in moved)
+    assert all(type(p.numpy()) is FakeDeviceArray and p.device == "fakegpu" for p in moved)
     assert [p.version for p in moved] == [v + 1 for v in versions]
     assert all(p.grad is None for p in moved)
     for value, p in zip(values, moved, strict=True):
@@ -223,10 +224,10 @@ def test_successful_transfer_moves_all_bumps_versions_drops_grads(fake):
 def test_buffers_are_moved_in_place_keeping_their_dtype(fake):
     model = Model()
     codes, scales = model.adapted.codes, model.adapted.scales
-    values = codes.data.copy(), scales.data.copy()
+    values = codes.numpy().copy(), scales.numpy().copy()
     model.to("fakegpu")
     assert model.adapted.codes is codes and model.adapted.scales is scales  # same Tensors
-    assert type(codes.data) is FakeDeviceArray and codes.dtype == np.uint8
+    assert type(codes.numpy()) is FakeDeviceArray and codes.dtype == np.uint8
     np.testing.assert_array_equal(np.asarray(codes.data), values[0])
     np.testing.assert_array_equal(np.asarray(scales.data), values[1])
     assert list(model.state_dict()) == [name for name, _ in model.named_parameters()]
@@ -238,12 +239,13 @@ def test_parameters_already_on_the_device_are_untouched(fake):
     settled = model.stack.parameters()
     for p in settled:
         p.grad = np.ones(p.shape, dtype=p.dtype)
-    before = [(p.data, p.version, p.grad) for p in settled]
+    before = [(p.numpy(), p.version, p.grad, p.grad.numpy()) for p in settled]
     fake.calls = 0
     model.to("fakegpu")
     assert fake.calls == len(everything(model)) - len(settled)
-    for (data, version, grad), p in zip(before, settled, strict=True):
-        assert p.data is data and p.version == version and p.grad is grad
+    for (data, version, grad, grad_data), p in zip(before, settled, strict=True):
+        assert p.numpy() is data and p.version == version and p.grad is grad
+        assert p.grad.numpy() is grad_data
     fake.calls = 0
     model.to("fakegpu")  # everything is there: a no-op
     assert fake.calls == 0
@@ -259,7 +261,7 @@ def test_lora_and_nf4_layers_move_in_the_same_transaction(fake):
                 rng=Rng(1))
     ids = Rng(5).integers(0, 7, size=(2, 5))
     with tl.no_grad():
-        before = model(ids).data.copy()
+        before = model(ids).numpy().copy()
     tensors = everything(model)
     assert len(model.buffers()) == 2 * 4  # codes and scales of the four MLP layers
     assert set(map(id, lora_parameters(model).values())) <= set(map(id, tensors))
@@ -334,7 +336,7 @@ def test_training_on_the_moved_model_matches_cpu_and_moves_back(fake):
     versions = [p.version for p in model.parameters()]
     model.to("cpu")
     for value, version, p in zip(values, versions, model.parameters(), strict=True):
-        assert type(p.data) is np.ndarray and p.device == "cpu"
+        assert type(p.numpy()) is np.ndarray and p.device == "cpu"
         assert p.version == version + 1 and p.grad is None
         np.testing.assert_array_equal(p.data, value)
 
@@ -344,11 +346,11 @@ def test_tensor_to_copies_detached_or_returns_self(fake):
     x = tl.tensor([1.0, 2.0], requires_grad=True)
     assert x.to("cpu") is x
     y = x.to("fakegpu")
-    assert y.device == "fakegpu" and type(y.data) is FakeDeviceArray
+    assert y.device == "fakegpu" and type(y.numpy()) is FakeDeviceArray
     assert y is not x and y.is_leaf and not y.requires_grad
-    assert not np.shares_memory(y.data, x.data)
+    assert not np.shares_memory(y.numpy(), x.numpy())
     np.testing.assert_array_equal(np.asarray(y.data), [1.0, 2.0])
     back = (y * 2.0).to("cpu")
-    assert type(back.data) is np.ndarray and back.tolist() == [2.0, 4.0]
+    assert type(back.numpy()) is np.ndarray and back.tolist() == [2.0, 4.0]
     with pytest.raises(ValueError, match="unknown device"):
         x.to("gpu")

@@ -63,11 +63,11 @@ def state_of(*objects) -> list:
     picture = []
     for thing in objects:
         if isinstance(thing, Module):
-            picture.append([(name, p.data.tobytes(), p.dtype.str, p.shape, p.version,
+            picture.append([(name, p.numpy().tobytes(), p.dtype.str, p.shape, p.version,
                              None if p.grad is None else np.asarray(p.grad).tobytes(),
                              p.requires_grad)
                             for name, p in thing.named_parameters()])
-            picture.append([(name, b.data.tobytes(), b.version)
+            picture.append([(name, b.numpy().tobytes(), b.version)
                             for name, b in thing.named_buffers()])
             picture.append([m.training for m in thing.modules()])
         elif isinstance(thing, Rng):
@@ -80,7 +80,7 @@ def state_of(*objects) -> list:
         elif isinstance(thing, np.ndarray):
             picture.append((thing.shape, thing.dtype.str, thing.tobytes()))
         elif isinstance(thing, tl.Tensor):
-            picture.append((thing.shape, thing.data.tobytes(), thing.version, thing.grad))
+            picture.append((thing.shape, thing.numpy().tobytes(), thing.version, thing.grad))
         else:
             raise TypeError(f"cannot picture {type(thing).__name__}")
     return picture
@@ -315,13 +315,13 @@ def test_layers_propagate_nan_within_its_batch_row_like_pytorch():
     """A NaN in the input is data, not an error: it shows up in the output of its own batch
     row and nowhere else. (Inside a sequence it reaches every position, also earlier ones,
     as in PyTorch: a masked attention weight is 0, and 0 * NaN is NaN.)"""
-    x = floats((3, 4), seed=1).data.copy()
+    x = floats((3, 4), seed=1).numpy().copy()
     x[1, 2] = np.nan
     for layer in (Linear(4, 5, rng=Rng(1)), LayerNorm(4), MLP(4, [3], 2, ["gelu", None])):
         with np.errstate(invalid="ignore"):
             out = layer(tl.Tensor(x)).data
         assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all(), type(layer).__name__
-    sequence = floats((2, 5, 4), seed=2).data.copy()
+    sequence = floats((2, 5, 4), seed=2).numpy().copy()
     sequence[0, 2, 1] = np.nan  # batch row 0, position 2
     block = DecoderBlock(4, 2, rng=Rng(3))
     with np.errstate(invalid="ignore"):
@@ -335,7 +335,7 @@ def test_layers_propagate_nan_within_its_batch_row_like_pytorch():
 def test_cross_entropy_makes_non_finite_logits_visible(bad, row, column, target):
     """A non-finite logit never yields a finite-looking loss, except -inf on a class that is
     not the target, which is a legitimate probability of zero (PyTorch agrees)."""
-    logits = floats((3, 4), seed=4).data.copy()
+    logits = floats((3, 4), seed=4).numpy().copy()
     logits[row, column] = bad
     targets = np.full(3, target)
     with np.errstate(invalid="ignore"):
@@ -416,7 +416,7 @@ def test_optimizer_steps_reject_bad_gradients_and_change_nothing(kind, victim, d
     optimizer.step()  # moments and momentum buffers exist now
     give_gradients(net, 2)
     parameter = getattr(net, victim)
-    grad = parameter.grad.copy()
+    grad = parameter.grad.numpy().copy()
     if defect in ("nan", "inf", "-inf"):
         grad.reshape(-1)[position % grad.size] = float(defect)
         expected, fragment = ValueError, "non-finite"
@@ -426,7 +426,7 @@ def test_optimizer_steps_reject_bad_gradients_and_change_nothing(kind, victim, d
     else:
         grad = grad.astype(np.bool_ if defect == "bool" else np.complex64)
         expected, fragment = TypeError, grad.dtype.name
-    parameter.grad = grad
+    parameter.grad.data = grad  # the .grad setter itself would refuse a bad shape or dtype
     rejected(optimizer.step, expected, [fragment, f"'{victim}'", parameter.shape], net,
              optimizer)
 

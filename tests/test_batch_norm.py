@@ -245,7 +245,7 @@ def test_to_a_device_moves_the_running_statistics_and_training_keeps_them_there(
         for layer in (moved, staying):
             layer(tl.tensor(Rng(12).normal(size=(5, 3), dtype=np.float64)))
         for name in ("running_mean", "running_var", "num_batches_tracked"):
-            assert isinstance(getattr(moved, name).data, DeviceArray), name
+            assert isinstance(getattr(moved, name).numpy(), DeviceArray), name
         assert all(np.array_equal(value, staying.state_dict()[name])
                    for name, value in moved.state_dict().items())
     finally:
@@ -336,8 +336,8 @@ def test_matches_torch_batch_norm_1d(shape, momentum):
     ours = perturbed(BatchNorm1d(3, momentum=momentum, dtype=np.float64))
     theirs = torch.nn.BatchNorm1d(3, momentum=momentum, dtype=torch.float64)
     with torch.no_grad():
-        theirs.weight.copy_(torch.from_numpy(ours.weight.data))
-        theirs.bias.copy_(torch.from_numpy(ours.bias.data))
+        theirs.weight.copy_(torch.from_numpy(ours.weight.numpy()))
+        theirs.bias.copy_(torch.from_numpy(ours.bias.numpy()))
     for seed in range(4):                                        # training steps
         data = Rng(seed).normal(0.5, 2.0, size=shape, dtype=np.float64)
         upstream = Rng(seed + 10).normal(size=shape, dtype=np.float64)

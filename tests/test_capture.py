@@ -199,7 +199,7 @@ def test_keep_graph_keeps_the_tensors_and_their_gradients():
     assert isinstance(residual, tl.Tensor) and residual.requires_grad
     np.testing.assert_array_equal(capture.arrays("embedding")[0], capture["embedding"].data)
     # d sum(logits) / d residual by hand: through the final norm and the head
-    leaf = tl.Tensor(residual.data.copy(), requires_grad=True)
+    leaf = tl.Tensor(residual.numpy().copy(), requires_grad=True)
     model.language_model_head(model.final_norm(leaf)).sum().backward()
     logits.sum().backward()
     np.testing.assert_allclose(residual.grad, leaf.grad, rtol=1e-12, atol=1e-12)

@@ -91,7 +91,7 @@ def fresh() -> tuple[Small, AdamW, Rng]:
 def snapshot(model: Module, optimizer: AdamW, rng: Rng) -> dict:
     """Everything a load could change, bit for bit, versions and gradients included."""
     return {
-        "params": [(name, p.data.tobytes(), p.shape, p.dtype.str, p.version, p.grad)
+        "params": [(name, p.numpy().tobytes(), p.shape, p.dtype.str, p.version, p.grad)
                    for name, p in model.named_parameters()],
         "config": optimizer.config(),
         "state": [(entry["step"], entry["first_moment"].tobytes(),
@@ -201,7 +201,7 @@ def check_faithful(data, described, model, optimizer, rng, workdir) -> None:
     assert {p["name"] for p in described["parameters"]} == set(live)
     for entry in described["parameters"]:
         stored = np.frombuffer(data, "<f4", entry["nbytes"] // 4, entry["offset"])
-        assert live[entry["name"]].data.tobytes() == stored.astype(np.float32).tobytes()
+        assert live[entry["name"]].numpy().tobytes() == stored.astype(np.float32).tobytes()
         assert live[entry["name"]].shape == tuple(entry["shape"])
     if rng is not None:
         assert rng.state == described["rng_state"]
@@ -385,7 +385,7 @@ def crafted(draw) -> tuple[str, bytes]:
         other = draw(st.integers(0, len(records) - 1).filter(lambda i: i != index))
         body[other] = parameter_record(name.encode(), parameter.shape, parameter.data)
     elif kind == "non-finite value":
-        values = parameter.data.copy().ravel()
+        values = parameter.numpy().copy().ravel()
         values[draw(st.integers(0, values.size - 1))] = draw(NON_FINITE)
         body[index] = parameter_record(name.encode(), parameter.shape, values)
     elif kind == "invalid utf-8 name":

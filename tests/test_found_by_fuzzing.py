@@ -31,7 +31,7 @@ def test_a_tensor_exponent_of_zero_gives_zero_gradients_at_a_zero_base():
 # ---------------------------------------------------------- 2. 0-d results are 0-d arrays
 def test_a_reduction_to_one_number_can_be_changed_in_place():
     total = tl.tensor([1.0, 2.0]).sum()
-    assert isinstance(total.data, np.ndarray) and total.shape == ()
+    assert isinstance(total.numpy(), np.ndarray) and total.shape == ()
     total.fill_(0)
     assert total.item() == 0.0
     total.copy_(tl.tensor(5.0))

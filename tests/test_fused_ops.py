@@ -52,13 +52,13 @@ def test_float32_gelu_value_and_slope_match_the_exact_ones():
     x = tl.Tensor(x64.astype(np.float32), requires_grad=True)
     y = x.gelu()
     y.backward(np.ones(x.shape, dtype=np.float32))
-    xx = x.data.astype(np.float64)
+    xx = x.numpy().astype(np.float64)
     cdf = 0.5 * (1 + special.erf(xx / math.sqrt(2)))
     np.testing.assert_allclose(y.data, xx * cdf, rtol=0, atol=8e-7)
     slope = cdf + xx * np.exp(-xx * xx / 2) / math.sqrt(2 * math.pi)
     np.testing.assert_allclose(x.grad, slope, rtol=0, atol=5e-7)
     # within a few float32 ulps of the value (or of x near 0, where GELU ≈ x/2)
-    error = np.abs(y.data - xx * cdf)
+    error = np.abs(y.numpy() - xx * cdf)
     ulp = np.spacing(np.abs(x.data)).astype(np.float64)
     assert (error / ulp).max() <= 4.0
     assert y.dtype == np.float32 and x.grad.dtype == np.float32
@@ -217,7 +217,7 @@ def test_causal_attention_passes_gradcheck_with_a_custom_scale():
 
 def test_causal_attention_does_not_look_ahead():
     qkv = random(1, 6, 12, seed=2, requires_grad=False)
-    changed = qkv.data.copy()
+    changed = qkv.numpy().copy()
     changed[:, 4:] += 10.0  # later positions change
     before = F.causal_attention(qkv, 2).data
     after = F.causal_attention(tl.Tensor(changed), 2).data
@@ -274,7 +274,7 @@ def test_a_fresh_leaf_gradient_is_kept_without_a_copy_and_is_writeable():
     weight = random(3, 4)
     out = F.linear(random(5, 4, requires_grad=False), weight)
     out.backward(np.ones(out.shape))
-    assert weight.grad.flags.writeable and weight.grad.base is None
+    assert weight.grad.numpy().flags.writeable and weight.grad.numpy().base is None
     weight.grad *= 2.0  # must not disturb anything else
     assert weight.grad.shape == (3, 4)
 

@@ -138,7 +138,7 @@ def test_the_fused_qkv_weight_is_made_once_per_generate_call(steps, monkeypatch)
     with tl.no_grad():
         fused = generation.decoder_arrays(model).blocks[0].qkv_weight
     np.testing.assert_array_equal(
-        fused, attention.qkv_weight.data.transpose(0, 2, 1).reshape(48, 16))
+        fused, attention.qkv_weight.numpy().transpose(0, 2, 1).reshape(48, 16))
     assert fused.flags["C_CONTIGUOUS"]
     made = []
     original = generation._fused_qkv
@@ -385,8 +385,8 @@ def test_ops_under_no_grad_save_nothing_and_record_nothing(contexts):
     assert constant.grad_fn is None and not constant.requires_grad
     assert contexts.made == 0 and saved == [None, None]
     z = Probe.apply(x)  # a gradient is wanted: one node, with its saved array
-    assert contexts.made == 1 and isinstance(z.grad_fn, Context) and saved[-1][0] is x.data
-    np.testing.assert_array_equal(Probe.forward_only(x.data), y.data)  # arrays only
+    assert contexts.made == 1 and isinstance(z.grad_fn, Context) and saved[-1][0] is x.numpy()
+    np.testing.assert_array_equal(Probe.forward_only(x.numpy()), y.numpy())  # arrays only
     assert contexts.made == 1 and saved[-1] is None
     z.backward(np.ones(3, np.float32))
     np.testing.assert_array_equal(x.grad, np.full(3, 2.0, np.float32))

@@ -78,7 +78,7 @@ def test_same_seed_same_weights_different_seed_different_weights():
 
 def test_default_rng_is_used_and_reseedable():
     manual_seed(123)
-    first = Linear(3, 3).weight.data.copy()
+    first = Linear(3, 3).weight.numpy().copy()
     manual_seed(123)
     np.testing.assert_array_equal(Linear(3, 3).weight.data, first)
     np.testing.assert_array_equal(Linear(3, 3, rng=Rng(123)).weight.data, first)

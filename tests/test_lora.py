@@ -37,7 +37,7 @@ def token_batch(seed=1, shape=(3, 6)):
 
 def logits(model, ids):
     with tl.no_grad():
-        return model(ids).data.copy()
+        return model(ids).numpy().copy()
 
 
 def base_names(model):
@@ -65,7 +65,7 @@ def numeric_parameter_check(parameters, run, eps=1e-6, atol=1e-7, rtol=1e-5):
     for name, parameter in parameters.items():
         assert parameter.grad is not None, name
         numeric = np.zeros(parameter.shape)
-        array = parameter.data
+        array = parameter.numpy()
         with tl.no_grad():
             for index in np.ndindex(parameter.shape):
                 original = array[index]
@@ -312,7 +312,7 @@ def test_find_linear_layers_patterns():
 def test_training_moves_only_the_adapters():
     model = small_decoder()
     attach_lora(model, PATTERNS, rank=2, alpha=4, rng=Rng(3))
-    base = {name: p.data.copy() for name, p in model.named_parameters() if ".lora." not in name}
+    base = {name: p.numpy().copy() for name, p in model.named_parameters() if ".lora." not in name}
     ids, targets = token_batch(1), token_batch(2)
     optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
     losses = []
@@ -434,10 +434,10 @@ def test_matches_pytorch_lora_linear():
     out = layer(tl.tensor(x))
     out.sum().backward()
 
-    weight = torch.tensor(layer.weight.data, requires_grad=True)
-    bias = torch.tensor(layer.bias.data)
-    a = torch.tensor(layer.lora.A.data, requires_grad=True)
-    b = torch.tensor(layer.lora.B.data, requires_grad=True)
+    weight = torch.tensor(layer.weight.numpy(), requires_grad=True)
+    bias = torch.tensor(layer.bias.numpy())
+    a = torch.tensor(layer.lora.A.numpy(), requires_grad=True)
+    b = torch.tensor(layer.lora.B.numpy(), requires_grad=True)
     xt = torch.tensor(x)
     reference = torch.nn.functional.linear(xt, weight, bias) + (5 / 3) * (xt @ a.T @ b.T)
     reference.sum().backward()
@@ -485,7 +485,7 @@ def test_adapters_convert_and_clear_with_the_base_in_one_transaction():
     assert lora_parameters(model) == adapters  # the same Parameter objects
 
     def refuse_the_last_adapter(array):
-        if array is adapters["blocks.1.mlp_output.lora.B"].data:
+        if array is adapters["blocks.1.mlp_output.lora.B"].numpy():
             raise RuntimeError("no room")
         return array.astype(np.float32)
 

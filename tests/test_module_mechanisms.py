@@ -154,7 +154,7 @@ def test_float_casts_floating_tensors_and_grads_in_place_keeping_the_objects():
     model(x).sum().backward()
     parameters, buffers = model.parameters(), model.buffers()
     values = [np.array(t.data) for t in parameters + buffers]
-    grads = [None if p.grad is None else p.grad.copy() for p in parameters]
+    grads = [None if p.grad is None else p.grad.numpy().copy() for p in parameters]
     versions = [t.version for t in parameters + buffers]
     optimizer = SGD(model, lr=0.5)
     assert model.float() is model
@@ -183,10 +183,10 @@ def test_float_casts_floating_tensors_and_grads_in_place_keeping_the_objects():
 def test_double_round_trip_is_exact_and_float_of_float32_touches_nothing():
     model = Sequential(Linear(3, 2, rng=Rng(3)), BatchNorm1d(2))
     tensors = model.parameters() + model.buffers()
-    arrays = [t.data for t in tensors]
+    arrays = [t.numpy() for t in tensors]
     versions = [t.version for t in tensors]
     model.float()  # already float32: same arrays, versions and grads
-    assert all(t.data is a for t, a in zip(tensors, arrays, strict=True))
+    assert all(t.numpy() is a for t, a in zip(tensors, arrays, strict=True))
     assert [t.version for t in tensors] == versions
     model.double()
     assert all(t.dtype == np.float64 for t in tensors if t.dtype.kind == "f")
@@ -208,7 +208,7 @@ def test_apply_visits_children_first_and_each_shared_tensor_once():
         return array  # the same array: nothing changes
 
     model._apply(record)
-    expected = [id(t.data) for name in ["first", "rest.0", "rest.1.0", "rest.1.1", ""]
+    expected = [id(t.numpy()) for name in ["first", "rest.0", "rest.1.0", "rest.1.1", ""]
                 for t in [*model.get_submodule(name)._parameters.values(),
                           *model.get_submodule(name)._buffers.values()]]
     assert seen == expected  # each module's parameters, then its buffers
@@ -226,12 +226,14 @@ def test_apply_is_one_transaction():
     model = Tree()
     model.first.weight.grad = np.ones(2)
     tensors = model.parameters() + model.buffers()
-    before = [(t.data, t.version, t.grad) for t in tensors]
+    before = [(t.numpy(), t.version, t.grad, None if t.grad is None else t.grad.numpy())
+              for t in tensors]
     count = len({id(t) for t in tensors})
 
     def unchanged():
-        return all(t.data is d and t.version == v and t.grad is g
-                   for t, (d, v, g) in zip(tensors, before, strict=True))
+        return all(t.numpy() is d and t.version == v and t.grad is g
+                   and (None if t.grad is None else t.grad.numpy()) is ga
+                   for t, (d, v, g, ga) in zip(tensors, before, strict=True))
 
     for fail_on in range(1, count + 1):
         calls = []

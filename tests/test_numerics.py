@@ -169,7 +169,7 @@ def test_layer_norm_maps_constant_rows_to_bias_with_a_finite_gradient(dtype, wid
     upstream = rng.normal(0.0, 1.0, size=out.shape).astype(dtype)
     out.backward(upstream)
     # normalized = 0 on a constant row, so dx = (g - mean(g)) / sqrt(eps) with g = dy * w
-    g = upstream.astype(np.float64) * weight.data
+    g = upstream.astype(np.float64) * weight.numpy()
     expected = (g - g.mean(-1, keepdims=True)) / math.sqrt(1e-5)
     assert np.isfinite(x.grad).all()
     np.testing.assert_allclose(x.grad, expected, rtol=1e-4, atol=1e-4)
@@ -195,7 +195,7 @@ class Pair(Module):
 
 def test_adamw_with_zero_gradients_moves_by_weight_decay_only():
     model = Pair()
-    start = [p.data.copy() for p in model.parameters()]
+    start = [p.numpy().copy() for p in model.parameters()]
     optimizer = AdamW(model, lr=0.1, weight_decay=0.01)
     for _ in range(10):
         for parameter in model.parameters():
@@ -208,14 +208,14 @@ def test_adamw_with_zero_gradients_moves_by_weight_decay_only():
         assert not entry["first_moment"].any() and not entry["second_moment"].any()
     # without weight decay nothing moves at all, bit for bit
     model = Pair()
-    start = [p.data.copy() for p in model.parameters()]
+    start = [p.numpy().copy() for p in model.parameters()]
     optimizer = AdamW(model, lr=0.1, weight_decay=0.0)
     for _ in range(3):
         for parameter in model.parameters():
             parameter.grad = np.zeros(parameter.shape, np.float32)
         optimizer.step()
     for parameter, before in zip(model.parameters(), start, strict=True):
-        assert parameter.data.tobytes() == before.tobytes()
+        assert parameter.numpy().tobytes() == before.tobytes()
 
 
 def huge_gradients(model: Module, scale: float = 1e30) -> None:
@@ -236,7 +236,7 @@ def test_adamw_with_huge_gradients_takes_finite_steps_of_about_lr(dtype, max_gra
     model = Pair(dtype)
     optimizer = AdamW(model, lr=lr, weight_decay=decay, max_grad_norm=max_grad_norm)
     for _ in range(5):
-        before = [p.data.copy() for p in model.parameters()]
+        before = [p.numpy().copy() for p in model.parameters()]
         huge_gradients(model, scale)
         optimizer.step()
         for parameter, old in zip(model.parameters(), before, strict=True):
@@ -255,12 +255,12 @@ def test_adamw_refuses_a_float32_step_whose_moments_would_overflow():
     model = Pair()
     optimizer = AdamW(model, lr=1e-2)
     huge_gradients(model)
-    before = ([p.data.tobytes() for p in model.parameters()],
+    before = ([p.numpy().tobytes() for p in model.parameters()],
               [(e["step"], e["first_moment"].tobytes(), e["second_moment"].tobytes())
                for e in optimizer.state])
     with pytest.raises(ValueError, match=r"second moment of parameter 0 \('weight'.*non-finite"):
         optimizer.step()
-    after = ([p.data.tobytes() for p in model.parameters()],
+    after = ([p.numpy().tobytes() for p in model.parameters()],
              [(e["step"], e["first_moment"].tobytes(), e["second_moment"].tobytes())
               for e in optimizer.state])
     assert after == before
@@ -292,7 +292,7 @@ def manual_losses(lr: float, steps: int):
     losses, parameters = [], []
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(steps):
-            parameters.append([p.data.copy() for p in model.parameters()])
+            parameters.append([p.numpy().copy() for p in model.parameters()])
             loss = squared_error(model, inputs, targets)
             losses.append(loss.item())
             if not math.isfinite(losses[-1]):

@@ -27,7 +27,7 @@ def give_gradients(net, seed=0):
 
 
 def values(net):
-    return [p.data.copy() for p in net.parameters()]
+    return [p.numpy().copy() for p in net.parameters()]
 
 
 def picture(optimizer):
@@ -137,7 +137,7 @@ def test_bad_groups_are_refused_by_name(build, error, message):
 def test_per_parameter_learning_rates():
     net = Net()
     give_gradients(net)
-    grads = [p.grad.copy() for p in net.parameters()]
+    grads = [p.grad.numpy().copy() for p in net.parameters()]
     start = values(net)
     opt = SGD(net, lr=[0.0, 0.5, 2.0])
     opt.step()

@@ -360,3 +360,43 @@ def test_function_spellings_call_the_methods():
     np.testing.assert_array_equal(tl.abs(x).data, x.abs().data)
     with pytest.raises(TypeError, match="Tensor"):
         tl.exp([1.0, 2.0])
+
+
+# ------------------------------------------------------------------------ .grad and .data
+def test_grad_and_data_are_tensors():
+    w = tl.tensor([[1.0, -2.0], [3.0, 0.5]], requires_grad=True)
+    (w * w).sum().backward()
+    assert isinstance(w.grad, tl.Tensor) and isinstance(w.data, tl.Tensor)
+    assert not w.data.requires_grad and w.grad.dtype == w.dtype
+    ratio = (w.grad.std() / w.data.std()).log10().item()
+    assert ratio == pytest.approx(np.log10(2.0))
+    w.data -= 0.25 * w.grad  # changes w itself
+    np.testing.assert_allclose(w.numpy(), [[0.5, -1.0], [1.5, 0.25]])
+    first = w.grad
+    (w * 2).sum().backward()  # accumulates into the same tensor
+    assert w.grad is first
+    np.testing.assert_allclose(w.grad.numpy(), [[4.0, -2.0], [8.0, 3.0]])
+    w.grad = None
+    with pytest.raises(ValueError, match="shape"):
+        w.grad = tl.zeros(3)
+    with pytest.raises(TypeError, match="Tensor or None"):
+        w.grad = [1.0, 2.0]
+
+
+def test_a_change_through_data_is_seen_by_the_version_check():
+    w = tl.tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * w).sum()  # saves w
+    w.data += 1
+    with pytest.raises(RuntimeError, match="changed in place"):
+        loss.backward()
+
+
+def test_numpy_functions_on_tensors_give_numpys_answers():
+    t = tl.tensor([1.0, 4.0])
+    assert isinstance(np.sqrt(t), np.ndarray) and np.sum(t) == 5.0
+    assert np.allclose(t, [1.0, 4.0]) and np.shares_memory(t, t.data)
+    product = np.ones(2, dtype=np.float32) * t
+    assert isinstance(product, tl.Tensor)
+    array = np.zeros(2, dtype=np.float32)
+    array += t  # numpy's in-place add, into the array
+    np.testing.assert_array_equal(array, [1.0, 4.0])

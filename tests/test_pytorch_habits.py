@@ -1,14 +1,14 @@
-"""A PyTorch learner's code, run on tensorlib with ``import tensorlib as torch``.
-
-Each ``*_program`` below is written the way a PyTorch course writes it: counts in a tensor
-filled by item assignment, a seeded generator, ``multinomial`` sampling, ``one_hot``,
-``F.cross_entropy``, manual update loops (through ``.data``, and in place under
-``no_grad``), reductions with ``dim`` and ``keepdim``, ``var``/``std`` with PyTorch's defaults,
-``max(dim)``'s named pair, and a backward pass written by hand with ``-=`` and ``+=`` into
-slices. The programs take the library as an argument, so the same code runs on tensorlib
-(always) and on PyTorch (where it is installed), and their numbers are compared to float32
-rounding. Random draws come from tensorlib's splitmix64 generator in both runs (PyTorch's
-generator gives other numbers by design): the programs that draw are run on tensorlib only.
+"""A PyTorch learner's code, run on tensorlib with ``import tensorlib as torch``. Each
+``*_program`` below is written the way a PyTorch course writes it: counts in a tensor filled
+by item assignment, a seeded generator, ``multinomial`` sampling, ``one_hot``,
+``F.cross_entropy``, manual update loops (through ``.data`` and ``.grad``, and in place
+under ``no_grad``), reductions with ``dim`` and ``keepdim``, ``var``/``std`` with PyTorch's
+defaults, ``max(dim)``'s named pair, a backward pass written by hand with ``-=`` and ``+=``
+into slices, and the update-to-data ratio statistic. The programs take the library as an
+argument, so the same code runs on tensorlib (always) and on PyTorch (where it is
+installed), and their numbers are compared to float32 rounding. Random draws come from
+tensorlib's splitmix64 generator in both runs (PyTorch's generator gives other numbers by
+design): the programs that draw are run on tensorlib only.
 """
 
 from __future__ import annotations
@@ -89,17 +89,17 @@ def one_hot_training_program(torch, F, words, W0, steps=5):
 
 def mlp_program(torch, F, Xb, Yb, params0, steps=3, lr=0.1):
     """An embedding MLP with batch norm by hand, F.cross_entropy and the usual statistics."""
-    C, W1, b1, W2, b2 = (torch.tensor(p) for p in params0)
+    C, W1, W2, b2 = (torch.tensor(p) for p in params0)
     bngain = torch.ones((1, W1.shape[1]))
     bnbias = torch.zeros((1, W1.shape[1]))
-    parameters = [C, W1, b1, W2, b2, bngain, bnbias]
+    parameters = [C, W1, W2, b2, bngain, bnbias]  # no bias before batch norm: it cancels
     for p in parameters:
         p.requires_grad = True
-    out = {"parameters": sum(p.nelement() for p in parameters), "losses": []}
+    out = {"parameters": sum(p.nelement() for p in parameters), "losses": [], "ud": []}
     for _ in range(steps):
         emb = C[Xb]
         embcat = emb.view(emb.shape[0], -1)
-        hpreact = embcat @ W1 + b1
+        hpreact = embcat @ W1
         bnmeani = hpreact.mean(0, keepdim=True)
         bnstdi = hpreact.std(0, keepdim=True)
         hpreact = bngain * (hpreact - bnmeani) / bnstdi + bnbias
@@ -109,8 +109,12 @@ def mlp_program(torch, F, Xb, Yb, params0, steps=3, lr=0.1):
         for p in parameters:
             p.grad = None
         loss.backward()
+        for p in parameters:
+            p.data += -lr * p.grad
         with torch.no_grad():
-            for p in parameters:
+            out["ud"].append([((lr * p.grad).std() / p.data.std()).log10().item()
+                              for p in parameters])
+            for p in parameters:  # the same step again, in place under no_grad
                 p += -lr * p.grad
         out["losses"].append(loss.item())
     out["saturated"] = (h.abs() > 0.99).float().mean().item()
@@ -163,12 +167,11 @@ def _inputs(seed=42):
     W0 = torch.randn((V, V), generator=g)
     C0 = torch.randn((V, 4), generator=g)
     W10 = torch.randn((12, 32), generator=g) * (5 / 3) / 12**0.5
-    b10 = torch.randn(32, generator=g) * 0.01
     W20 = torch.randn((32, V), generator=g) * 0.01
     b20 = torch.zeros(V)
     Xb = torch.randint(0, V, (16, 3), generator=g)
     Yb = torch.randint(0, V, (16,), generator=g)
-    return {"W0": W0.numpy(), "mlp": [p.numpy() for p in (C0, W10, b10, W20, b20)],
+    return {"W0": W0.numpy(), "mlp": [p.numpy() for p in (C0, W10, W20, b20)],
             "manual": [C0.numpy(), torch.randn((12, V), generator=g).numpy() * 0.1,
                        torch.zeros(V).numpy()],
             "Xb": Xb.numpy(), "Yb": Yb.numpy()}
@@ -227,6 +230,7 @@ def test_mlp_statistics_and_named_pairs():
     values, indices = out["max"]
     assert torch.equal(indices, out["argmax"]) and torch.equal(out["max"].indices, indices)
     assert len(out["losses"]) == 3 and out["losses"][-1] < out["losses"][0]
+    assert len(out["ud"]) == 3 and all(math.isfinite(r) for r in out["ud"][-1])
     ratio = out["var_unbiased"] / out["var_biased"]
     assert torch.allclose(ratio, torch.full((1, 32), 16 / 15))
     assert torch.allclose(out["log_softmax_rows"], torch.ones(16), atol=1e-5)

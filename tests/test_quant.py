@@ -45,7 +45,7 @@ def token_batch(seed=1, shape=(3, 6)):
 
 def logits(model, ids):
     with tl.no_grad():
-        return model(ids).data.copy()
+        return model(ids).numpy().copy()
 
 
 # ----------------------------------------------------------------------------- the levels
@@ -196,8 +196,8 @@ def test_dequantize_validates_sizes():
 def test_quantize_linear_returns_an_nf4_layer_and_releases_the_weight():
     layer = Linear(64, 32, rng=Rng(0))
     x = tl.tensor(Rng(1).normal(size=(5, 64)))
-    before = layer(x).data.copy()
-    original = layer.weight.data.copy()
+    before = layer(x).numpy().copy()
+    original = layer.weight.numpy().copy()
     layer.weight.grad = np.ones_like(original)
     weight = weakref.ref(layer.weight)  # a weak reference: a strong one blocks quantizing
     bias = layer.bias
@@ -322,7 +322,7 @@ def test_quantizing_a_weight_anything_else_holds_is_rejected():
     # still reach it. A handle of our own (a local variable here) blocks it.
     layer = Linear(64, 8, rng=Rng(0))
     handle = layer.weight
-    values = handle.data.copy()
+    values = handle.numpy().copy()
     with pytest.raises(RuntimeError, match=r"'\(root\)': 1 other reference\(s\) still hold "
                                            r"it \(a local variable of a running function\)"):
         quantize_linear(layer)
@@ -399,8 +399,8 @@ def test_quantize_model_and_dequantize_back():
 def test_codes_and_scales_are_buffers_that_move_but_are_not_saved():
     layer = quantize_linear(Linear(16, 8, rng=Rng(0)), block_size=16)
     x = tl.tensor(Rng(1).normal(size=(2, 16)))
-    before = layer(x).data.copy()
-    copies = {name: buffer.data.copy() for name, buffer in layer.named_buffers()}
+    before = layer(x).numpy().copy()
+    copies = {name: buffer.numpy().copy() for name, buffer in layer.named_buffers()}
     layer.codes, layer.absmax = copies["codes"], copies["absmax"]  # buffers are replaced
     assert layer.quantized.codes is copies["codes"]
     np.testing.assert_array_equal(layer(x).data, before)
@@ -437,7 +437,7 @@ def qlora_model():
 def test_qlora_trains_end_to_end():
     model = qlora_model()
     assert model.trainable_parameters() == []  # the base is frozen, the adapters apart
-    codes = {name: buffer.data.copy() for name, buffer in model.named_buffers()}
+    codes = {name: buffer.numpy().copy() for name, buffer in model.named_buffers()}
     assert len(codes) == 2 * 7  # codes and scales of every Linear, once each
     frozen = model.state_dict()  # the base's: no adapter in it
     optimizer = AdamW(list(lora_parameters(model).values()), lr=1e-2)
@@ -509,19 +509,19 @@ def test_module_to_moves_nf4_and_lora_state_in_one_transaction():
             with pytest.raises(RuntimeError, match="out of memory"):
                 model.to("fake_nf4")
             assert layer.base.quantized.codes is codes  # nothing moved
-            assert all(type(t.data) is np.ndarray for t in tensors)
+            assert all(type(t.numpy()) is np.ndarray for t in tensors)
         calls["count"], calls["fail_on"] = 0, None
         model.to("fake_nf4")
         assert calls["count"] == len(tensors)
         assert isinstance(layer.base.quantized.codes, FakeArray)
         assert isinstance(layer.base.quantized.absmax, FakeArray)
-        assert isinstance(layer.lora.A.data, FakeArray) and isinstance(layer.lora.B.data,
-                                                                        FakeArray)
-        assert all(isinstance(t.data, FakeArray) for t in tensors)
+        assert isinstance(layer.lora.A.numpy(), FakeArray) and isinstance(layer.lora.B.numpy(),
+                                                                           FakeArray)
+        assert all(isinstance(t.numpy(), FakeArray) for t in tensors)
         np.testing.assert_allclose(logits(model, ids), before, atol=1e-6)
         model.to("cpu")
         assert type(layer.base.quantized.codes) is np.ndarray
-        assert type(layer.lora.A.data) is np.ndarray
+        assert type(layer.lora.A.numpy()) is np.ndarray
         np.testing.assert_allclose(logits(model, ids), before, atol=1e-6)
     finally:
         backend.unregister_backend("fake_nf4")

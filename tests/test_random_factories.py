@@ -260,7 +260,7 @@ def test_normal_dtype_is_means_when_mean_is_a_tensor_else_stds():
 
 
 def test_normal_moments():
-    values = factories.normal(3.0, 2.0, (20_000,), generator=Rng(0)).data.astype(np.float64)
+    values = factories.normal(3.0, 2.0, (20_000,), generator=Rng(0)).numpy().astype(np.float64)
     assert abs(values.mean() - 3.0) < 0.06 and abs(values.std() - 2.0) < 0.06  # sd ~ 0.014
 
 
@@ -306,7 +306,7 @@ def test_multinomial_without_replacement_equals_the_documented_draws(shape, num_
     assert result.shape == shape[:-1] + (num_samples,) and result.dtype == np.int64
     np.testing.assert_array_equal(result.data,
                                   without_replacement_reference(2, weights, num_samples))
-    assert generator.state == advanced(2, result.data.size)  # one draw per sample
+    assert generator.state == advanced(2, result.numpy().size)  # one draw per sample
 
 
 def test_multinomial_without_replacement_never_repeats_nor_draws_zero_weights():
@@ -319,7 +319,7 @@ def test_multinomial_without_replacement_never_repeats_nor_draws_zero_weights():
 
 def test_multinomial_frequencies():
     probabilities = np.array([0.1, 0.0, 0.6, 0.3])
-    samples = factories.multinomial(tensor(probabilities), 20_000, True, generator=Rng(4)).data
+    samples = factories.multinomial(tensor(probabilities), 20_000, True, generator=Rng(4)).numpy()
     frequencies = np.bincount(samples, minlength=4) / samples.size
     np.testing.assert_allclose(frequencies, probabilities, atol=0.015)  # sd <= 0.0035
     # Without replacement the first pick follows the weights, the second

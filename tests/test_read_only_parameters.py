@@ -20,14 +20,14 @@ def model_with_a_read_only_weight(seed=0):
     a write phase that is not checked first changes them before it fails)."""
     model = Decoder(CONFIG, rng=Rng(seed))
     last = model.parameters()[-1]
-    frozen = last.data.copy()
+    frozen = last.numpy().copy()
     frozen.flags.writeable = False
     last.data = frozen
     return model
 
 
 def snapshot(model, optimizer=None):
-    values = [p.data.copy() for p in model.parameters()]
+    values = [p.numpy().copy() for p in model.parameters()]
     if optimizer is None:
         return values, None
     return values, optimizer.state_dict()
@@ -83,10 +83,10 @@ def test_a_lora_load_changes_nothing_when_an_adapter_is_read_only():
     attach_lora(model, "blocks.*.mlp_*", rank=2, alpha=4, rng=Rng(1))
     adapters = lora_parameters(model)
     last = list(adapters.values())[-1]
-    frozen = last.data.copy()
+    frozen = last.numpy().copy()
     frozen.flags.writeable = False
     last.data = frozen
-    before = {name: p.data.copy() for name, p in adapters.items()}
+    before = {name: p.numpy().copy() for name, p in adapters.items()}
     state = {name: np.ones(p.shape, np.float32) for name, p in adapters.items()}
     with pytest.raises(StateDictError, match="read-only"):
         load_lora_state_dict(model, state)

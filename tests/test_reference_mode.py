@@ -48,7 +48,7 @@ def run(dtype, reference: bool, steps: int = 3):
         full = model.generate(prompt, 5, top_k=1, rng=Rng(2), use_cache=False)
         with tl.no_grad():
             logits = model(data[0, :, :-1]).data
-    parameters = {name: p.data.copy() for name, p in model.named_parameters()}
+    parameters = {name: p.numpy().copy() for name, p in model.named_parameters()}
     return losses, first_grads, parameters, (cached, full), logits
 
 

@@ -35,7 +35,7 @@ def set_grads(net: Net, seed: int = 0) -> None:
 
 
 def snapshot(net: Module):
-    return [(p.data.copy(), p.version) for p in net.parameters()]
+    return [(p.numpy().copy(), p.version) for p in net.parameters()]
 
 
 def assert_unchanged(net: Module, before) -> None:
@@ -101,7 +101,7 @@ def test_learning_rate_attribute_is_settable_and_validated():
     net = Net()
     opt = SGD(net, lr=0.1)
     opt.lr = 0.5
-    w0 = net.weight.data.copy()
+    w0 = net.weight.numpy().copy()
     set_grads(net)
     opt.step()
     np.testing.assert_allclose(net.weight.data, w0 - np.float32(0.5) * net.weight.grad)
@@ -116,7 +116,7 @@ def test_learning_rate_attribute_is_settable_and_validated():
 def test_step_updates_every_trainable_parameter_recursively():
     net = Net()
     set_grads(net)
-    before = {name: p.data.copy() for name, p in net.named_parameters()}
+    before = {name: p.numpy().copy() for name, p in net.named_parameters()}
     SGD(net, lr=0.25).step()
     for name in ("weight", "bias", "inner.weight"):
         p = dict(net.named_parameters())[name]
@@ -130,8 +130,8 @@ def test_step_uses_gradients_from_backward():
     net = Net()
     loss = (net.weight * net.weight).sum() + (net.inner.weight * 3.0).sum()
     loss.backward()
-    w0 = net.weight.data.copy()
-    iw0 = net.inner.weight.data.copy()
+    w0 = net.weight.numpy().copy()
+    iw0 = net.inner.weight.numpy().copy()
     SGD(net, lr=0.1).step()
     np.testing.assert_allclose(net.weight.data, w0 - 0.1 * 2 * w0, rtol=1e-6)
     np.testing.assert_allclose(net.inner.weight.data, iw0 - 0.3, rtol=1e-6)
@@ -178,7 +178,7 @@ def test_zero_grad_clears_every_gradient():
 def test_lr_zero_keeps_values_but_counts_as_an_update():
     net = Net()
     set_grads(net)
-    w0 = net.weight.data.copy()
+    w0 = net.weight.numpy().copy()
     SGD(net, lr=0.0).step()
     np.testing.assert_array_equal(net.weight.data, w0)
     assert net.weight.version == 1
@@ -221,7 +221,7 @@ def test_mismatched_gradient_shape_changes_nothing():
     buffers = [None if e["momentum_buffer"] is None else e["momentum_buffer"].copy()
                for e in opt.state]
     set_grads(net, seed=1)
-    net.inner.weight.grad = np.ones((3, 1), dtype=np.float32)  # the last one is wrong
+    net.inner.weight.grad.data = np.ones((3, 1), dtype=np.float32)  # the last one is wrong
     before = snapshot(net)
     with pytest.raises(ValueError, match=r"parameter 2 .*inner\.weight.*\(3, 1\)"):
         opt.step()

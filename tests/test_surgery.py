@@ -24,7 +24,7 @@ def small_decoder(seed=0):
 
 def logits(model, ids):
     with tl.no_grad():
-        return model(ids).data.copy()
+        return model(ids).numpy().copy()
 
 
 class HalfLinear(LinearStandIn):
@@ -110,7 +110,7 @@ def test_lora_adapts_any_stand_in_through_the_interface():
     np.testing.assert_array_equal(logits(model, ids), before)  # B = 0 at attach time
     for parameter in lora_parameters(model).values():
         parameter.data[...] = Rng(3).normal(size=parameter.shape).astype(np.float32)
-    adapter_bytes = sum(p.data.nbytes for p in lora_parameters(model).values())
+    adapter_bytes = sum(p.numpy().nbytes for p in lora_parameters(model).values())
     assert memory_report(model)["lora_parameters"] == adapter_bytes
     with pytest.raises(ValueError, match="have a LoRA adapter: blocks.0.mlp_input"):
         quantize_model(model, "blocks.0.mlp_input")

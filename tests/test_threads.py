@@ -320,7 +320,7 @@ def train_steps(config, batch, steps, dtype=np.float32):
     losses, first_grads = train_recording(model, optimizer, data)
     with tl.no_grad():
         logits = model(data[0, :, :-1]).data
-    parameters = {name: p.data.copy() for name, p in model.named_parameters()}
+    parameters = {name: p.numpy().copy() for name, p in model.named_parameters()}
     return losses, first_grads, parameters, logits
 
 

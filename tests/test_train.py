@@ -43,7 +43,7 @@ def fixed_batches(step):
 
 
 def parameters_of(model):
-    return {name: p.data.copy() for name, p in model.named_parameters()}
+    return {name: p.numpy().copy() for name, p in model.named_parameters()}
 
 
 def test_history_records_every_step():
@@ -77,7 +77,7 @@ def test_first_records_match_a_hand_written_loop():
         optimizer.zero_grad()
         loss = reference.loss(X, Y)
         loss.backward()
-        grads = np.concatenate([p.grad.ravel() for p in reference.parameters()])
+        grads = np.concatenate([p.grad.numpy().ravel() for p in reference.parameters()])
         assert record.train_loss == float(loss.item())
         assert record.gradient_norm == pytest.approx(float(np.linalg.norm(grads)), rel=1e-6)
         optimizer.step()

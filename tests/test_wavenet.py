@@ -22,14 +22,15 @@ def small(context_length=8, seed=0, dtype=np.float64):
 
 def by_hand(model, ids):
     """Embedding, then per level: pairs side by side, x W^T, batch norm over (B, T'), tanh."""
-    x = model.embedding.weight.data[ids]                               # (B, T, C)
+    x = model.embedding.weight.numpy()[ids]                               # (B, T, C)
     for level in model.levels:
         batch, length, width = x.shape
-        h = x.reshape(batch, length // 2, 2 * width) @ level.linear.weight.data.T
+        h = x.reshape(batch, length // 2, 2 * width) @ level.linear.weight.numpy().T
         mean, variance = h.mean(axis=(0, 1)), h.var(axis=(0, 1))
-        h = (h - mean) / np.sqrt(variance + 1e-5) * level.norm.weight.data + level.norm.bias.data
+        h = (h - mean) / np.sqrt(variance + 1e-5)
+        h = h * level.norm.weight.numpy() + level.norm.bias.numpy()
         x = np.tanh(h)
-    return x.reshape(len(ids), -1) @ model.head.weight.data.T + model.head.bias.data
+    return x.reshape(len(ids), -1) @ model.head.weight.numpy().T + model.head.bias.numpy()
 
 
 def test_the_default_model_has_makemores_shapes_and_parameter_count():
@@ -54,7 +55,7 @@ def test_the_principled_start_gives_a_first_loss_near_uniform():
     targets = Rng(4).integers(0, 27, size=64)
     loss = model.loss(Rng(5).integers(0, 27, size=(64, 8)), targets).item()
     assert abs(loss - math.log(27)) < 0.05
-    std = model.levels[1].linear.weight.data.std()
+    std = model.levels[1].linear.weight.numpy().std()
     assert std == pytest.approx((5 / 3) / math.sqrt(256), rel=0.05)
 
 

@@ -162,7 +162,7 @@ def tiny_module_cases(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
                                      strict=False):
             checker.true(p is _filed_under(mine, name),
                          f"the tensor yielded as {name!r} is not the one filed under that name")
-            checker.equal(p.data, q.data, f"{name}'s values")
+            checker.equal(p._data, q._data, f"{name}'s values")
             checker.close(p.grad, q.grad, f"{name}'s gradient", rtol=1e-5, atol=1e-6)
     with checker.case('named_parameters(prefix="net."): the prefix in front of every name',
                       hint="start the walk from prefix, and hand each child prefix + "
@@ -210,8 +210,8 @@ def tiny_module_cases(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
             checker.equal(value, state_package[name], f"{name!r}'s values")
     with checker.case("state_dict is a copy: a training step afterwards, or a write into the "
                       "saved arrays, changes only the one it is done to",
-                      hint="p.data is the very array that training changes in place: store a "
-                      "copy of it (np.asarray and p.data itself do not copy)"):
+                      hint="p.data shares the memory that training changes in place: store a "
+                      "copy of it (np.array(p.data); np.asarray and p.data do not copy)"):
         mine, theirs = _tree(TinyModule, TinyParameter), _tree(Module, Parameter)
         state, state_package = mine.state_dict(), theirs.state_dict()
         for model in (mine, theirs):
@@ -227,5 +227,5 @@ def tiny_module_cases(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
             checker.equal(value, state_after[name],
                           f"{name!r} in a second state_dict() after the step")
         state["head.weight"][...] = 7.0
-        checker.true(not np.any(mine.head.weight.data == 7.0),
+        checker.true(not np.any(mine.head.weight._data == 7.0),
                      "writing into the saved head.weight changed the model's head.weight")

@@ -46,17 +46,17 @@ def adamw_step(optimizer: Any) -> bool:
     if step is None:
         return False
     parameters = optimizer.parameters
-    reference = parameters[0].data
+    reference = parameters[0]._data
     xp, dtype = array_module(reference), reference.dtype.type
     coefficient = None
     if optimizer.max_grad_norm > 0.0:
         try:
-            coefficient = optimizer.clip_coefficient([p.grad for p in parameters])
+            coefficient = optimizer.clip_coefficient([p.grad._data for p in parameters])
         except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
             return False
     flat = _flat_buffers(optimizer, xp, reference.dtype)
-    xp.concatenate([p.grad.reshape(-1) for p in parameters], out=flat["grads"])
-    xp.concatenate([p.data.reshape(-1) for p in parameters], out=flat["values"])
+    xp.concatenate([p.grad._data.reshape(-1) for p in parameters], out=flat["grads"])
+    xp.concatenate([p._data.reshape(-1) for p in parameters], out=flat["values"])
     if coefficient is not None:
         flat["grads"] *= dtype(coefficient)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -73,12 +73,13 @@ def _common_step(optimizer: Any) -> int | None:
     if len(optimizer.param_groups) != 1:
         return None
     parameters, state = optimizer.parameters, optimizer.state
-    reference = parameters[0].data
+    reference = parameters[0]._data
     if reference.dtype.kind != "f":
         return None
     step = state[0]["step"] + 1
     for parameter, entry in zip(parameters, state, strict=True):
-        grad, data = parameter.grad, parameter.data
+        grad = None if parameter.grad is None else parameter.grad._data
+        data = parameter._data
         if (not parameter.requires_grad or grad is None or not writable(data)
                 or type(grad) is not type(data)
                 or grad.shape != data.shape or grad.dtype != reference.dtype
@@ -136,7 +137,7 @@ def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:
     moments[1][...] = flat["staged"][1]
     for parameter, entry, new_value in zip(optimizer.parameters, optimizer.state,
                                            flat["value_views"], strict=True):
-        parameter.data[...] = new_value  # shapes and dtypes were checked
+        parameter._data[...] = new_value  # shapes and dtypes were checked
         parameter._bump_version()  # what copy_ would do, without re-checking
         entry["step"] = step
 

@@ -156,7 +156,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
         raise TypeError("one_hot takes an integer tensor of class ids, got "
                         f"{getattr(tensor, 'dtype', type(tensor).__name__)}")
     num_classes = validation.integer(num_classes, "one_hot num_classes", minimum=-1)
-    ids = tensor.data
+    ids = tensor._data
     if num_classes == -1:
         if ids.size == 0:
             raise ValueError("one_hot of an empty tensor needs num_classes")
@@ -179,7 +179,7 @@ def token_ids(ids: Any, limit: int, what: str = "token id", ignore: int | None =
     if isinstance(ids, Tensor):
         if ids.requires_grad:
             raise TypeError(f"{what}s must not require grad (they are indices, not values)")
-        array = ids.data
+        array = ids._data
     elif isinstance(ids, (bool, np.bool_)):
         raise TypeError(f"{what}s must be integers, got a bool")
     elif isinstance(ids, numbers.Integral):
@@ -535,17 +535,17 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         out = x if weight is None else x * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if not training:
-        xp = array_module(x.data)
-        mean = running_mean.data.astype(x.dtype, copy=False).reshape(channel_shape)
-        variance = running_var.data.astype(x.dtype, copy=False).reshape(channel_shape)
+        xp = array_module(x._data)
+        mean = running_mean._data.astype(x.dtype, copy=False).reshape(channel_shape)
+        variance = running_var._data.astype(x.dtype, copy=False).reshape(channel_shape)
         out = (x - Tensor(mean)) * Tensor(1.0 / xp.sqrt(variance + x.dtype.type(eps)))
         if weight is not None:
             out = out * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if running_mean is not None or running_var is not None:
         values_per_channel = x.numel() // x.shape[1]
-        batch_mean = x.data.mean(axis=axes)
-        batch_var = x.data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
+        batch_mean = x._data.mean(axis=axes)
+        batch_var = x._data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
         with no_grad():
             for running, batch in ((running_mean, batch_mean), (running_var, batch_var)):
                 if running is not None:
@@ -594,7 +594,7 @@ def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
 def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> np.ndarray:
     """Draw the inverted-dropout multiplier: 0 where uniform(0, 1) < p, else 1/(1-p)."""
     dropped = rng.uniform(0.0, 1.0, size=x.shape) < p
-    xp = array_module(x.data)
+    xp = array_module(x._data)
     keep_scale = x.dtype.type(1.0 / (1.0 - p))
     return xp.asarray(np.where(dropped, x.dtype.type(0), keep_scale))
 

@@ -27,21 +27,22 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any, trainable: bool = True, dtype: Any = None):
         if isinstance(data, Tensor):
-            data = data.data
+            data = data._data
         super().__init__(data, dtype=dtype)
         if not np.issubdtype(self.dtype, np.floating):
             raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
         self.requires_grad = bool(trainable)
 
     @property
-    def data(self) -> Any:
-        """The values. Assigning new ones is an in-place change: the shape and dtype must
-        stay the same (a module, its optimizer and its checkpoints rely on both)."""
-        return self._data
+    def data(self) -> Tensor:
+        """The values, as :attr:`Tensor.data`. Assigning new ones is an in-place change: the
+        shape and dtype must stay the same (a module, its optimizer and its checkpoints rely
+        on both)."""
+        return Tensor.data.fget(self)
 
     @data.setter
     def data(self, value: Any) -> None:
-        array = value.data if isinstance(value, Tensor) else value
+        array = value._data if isinstance(value, Tensor) else value
         if not (hasattr(array, "shape") and hasattr(array, "dtype")):
             array = np.asarray(array)
         if tuple(array.shape) != self.shape or array.dtype != self.dtype:
@@ -495,8 +496,8 @@ class Module:
         staged: list[tuple[Tensor, Any, Any]] = []
         for name, tensor in self._named_members(_own_tensors, remove_duplicate=True,
                                                 children_first=True):
-            array = fn(tensor.data)
-            if array is tensor.data:
+            array = fn(tensor._data)
+            if array is tensor._data:
                 continue
             if not (hasattr(array, "shape") and hasattr(array, "dtype")) \
                     or tuple(array.shape) != tensor.shape:
@@ -506,7 +507,8 @@ class Module:
             if isinstance(tensor, Parameter) and array.dtype.kind != "f":
                 raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
                                  f"{array.dtype}; a Parameter must be floating point")
-            grad = fn(tensor.grad) if convert_grads and tensor.grad is not None else None
+            grad = fn(tensor.grad._data) if convert_grads and tensor.grad is not None \
+                else None
             staged.append((tensor, array, grad))
         for tensor, array, grad in staged:  # plain assignments, which cannot fail
             tensor._data = array
@@ -553,7 +555,7 @@ class Module:
         """A numpy copy of every parameter's and persistent buffer's values (copied to the
         host from any device), keyed by dotted name: module by module depth-first, each
         module's parameters, then its buffers."""
-        return {name: to_numpy(tensor.data) for name, tensor in self._named_state()}
+        return {name: to_numpy(tensor._data) for name, tensor in self._named_state()}
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values in by name. All problems are collected and reported in one
@@ -631,7 +633,7 @@ def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
         if name not in state:
             continue
         value = state[name]
-        array = value.data if isinstance(value, Tensor) else np.asarray(value)
+        array = value._data if isinstance(value, Tensor) else np.asarray(value)
         if array.shape != target.shape:
             problems.append(f"'{name}': shape {array.shape} in the state, {target.shape} in "
                             "the model")
@@ -641,7 +643,7 @@ def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
                 (array.dtype.kind == "f") != (target.dtype.kind == "f"):
             problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
                             "in the model (a buffer keeps its kind of number)")
-        elif not writable(target.data):
+        elif not writable(target._data):
             problems.append(f"'{name}': the model's array is read-only")
         else:
             staged.append((target, array.astype(target.dtype, copy=True)))

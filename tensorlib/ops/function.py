@@ -249,7 +249,7 @@ class _CustomGradient(Function):
             grads = tuple(grads)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        grads = tuple(g.data if isinstance(g, Tensor) else g for g in grads)
+        grads = tuple(g._data if isinstance(g, Tensor) else g for g in grads)
         # User code made these: a gradient on another device than its input is refused here,
         # before the engine accumulates anything (the count, shapes and dtypes it checks).
         for position, (g, device) in enumerate(zip(grads, ctx.input_devices, strict=False)):
@@ -274,7 +274,7 @@ def custom_gradient(output: Any, inputs: Sequence[Tensor],
         if not isinstance(t, Tensor):
             raise TypeError(f"custom_gradient: input {position} is a {type(t).__name__}, "
                             "expected a Tensor")
-    array = output.data if isinstance(output, Tensor) else np.asarray(output)
+    array = output._data if isinstance(output, Tensor) else np.asarray(output)
     if not callable(vjp):
         raise TypeError("custom_gradient: vjp must be callable")
     return _CustomGradient.apply(*inputs, output=array, vjp=vjp)

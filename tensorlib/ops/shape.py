@@ -55,7 +55,7 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> Any:
     """Turn Tensors and lists inside an index into arrays, so numpy sees a plain index."""
     def convert(item: Any) -> Any:
         if isinstance(item, Tensor):
-            item = item.data
+            item = item._data
         if isinstance(item, list):
             item = np.asarray(item)
         if hasattr(item, "dtype") and hasattr(item, "ndim") and item.ndim >= 0 \

@@ -68,7 +68,7 @@ class AdamW(Optimizer):
                          weight_decay=weight_decay)
         self.state: list[dict[str, Any]] = []
         for parameter in self.parameters:
-            xp = array_module(parameter.data)
+            xp = array_module(parameter._data)
             self.state.append({
                 "step": 0,
                 "first_moment": xp.zeros(parameter.shape, dtype=parameter.dtype),
@@ -118,7 +118,7 @@ class AdamW(Optimizer):
     def _updated(self, index: int, parameter: Any, grad: Any) -> tuple[int, Any, Any, Any]:
         """The step count, moments and value of ``parameters[index]`` after this step,
         checked to be finite (nothing is changed here)."""
-        xp = array_module(parameter.data)
+        xp = array_module(parameter._data)
         dtype = parameter.dtype.type
         group = self.group_of(index)
         beta1, beta2 = group["betas"]
@@ -128,7 +128,7 @@ class AdamW(Optimizer):
         second = dtype(beta2) * entry["second_moment"] + dtype(1.0 - beta2) * (grad * grad)
         decay, epsilon, correction = self.update_scalars(step, group)
         denominator = xp.sqrt(second) + dtype(epsilon)
-        new_value = (parameter.data * dtype(decay)
+        new_value = (parameter._data * dtype(decay)
                      - (first / denominator) * dtype(correction) * dtype(group["lr"]))
         self.check_staged(index, "first moment", first)
         self.check_staged(index, "second moment", second)

@@ -103,8 +103,8 @@ def all_finite(array: Any) -> bool:
 def staged_array(name: str, value: Any, parameter: Parameter) -> np.ndarray:
     """A finite copy of ``value`` in ``parameter``'s shape and dtype (state loading)."""
     if isinstance(value, Tensor):
-        value = value.data
-    xp = array_module(parameter.data)
+        value = value._data
+    xp = array_module(parameter._data)
     array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
     if array.dtype.kind not in "fiu":
         raise ValueError(f"{name}: dtype {array.dtype} is not a real number type")
@@ -126,7 +126,7 @@ def gradient_array(parameter: Parameter, label: str) -> Any:
     """
     grad = parameter.grad
     if isinstance(grad, Tensor):
-        grad = grad.data
+        grad = grad._data
     if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
         grad = np.asarray(grad)
     if tuple(grad.shape) != parameter.shape:
@@ -359,9 +359,9 @@ class Optimizer:
                     f"gradient of {self.describe(index)} has dtype {grad.dtype}, "
                     "expected a real number type"
                 )
-            if not all_finite(parameter.data):
+            if not all_finite(parameter._data):
                 raise ValueError(f"{self.describe(index)} has non-finite values")
-            if not writable(parameter.data):
+            if not writable(parameter._data):
                 raise ValueError(f"{self.describe(index)} is read-only (its array cannot be "
                                  "written in place); nothing was changed")
             if not all_finite(grad):

@@ -287,6 +287,11 @@ def _emit(graph: _Graph, rankdir: str, max_width: int | None) -> Drawing:
     return drawing
 
 
+def _grad_array(tensor: Tensor | None) -> Any:
+    """The array of ``tensor.grad`` (None without a tensor or a gradient)."""
+    return None if tensor is None or tensor.grad is None else tensor.grad._data
+
+
 def _format_number(value: float, precision: int) -> str:
     return f"{value:.{precision}g}"
 
@@ -395,7 +400,7 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
 
     if root.grad_fn is None:
         fields = _tensor_fields(leaf_title(root) or "output", root.shape, root.dtype,
-                                root.data, root.grad, precision, small)
+                                root._data, _grad_array(root), precision, small)
         graph.node("t0", fields=fields, attrs={**_LEAF_STYLE, "penwidth": "2"})
         return graph
 
@@ -434,9 +439,9 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
         graph.node(node_id, text=node.name, attrs=dict(_OP_STYLE))
         is_root = node is root.grad_fn
         retained = node.retained_output() if node.retained_output is not None else None
-        grad = root.grad if is_root else (retained.grad if retained is not None else None)
+        grad = _grad_array(root) if is_root else _grad_array(retained)
         fields = _tensor_fields("output" if is_root else "", node.output_shape,
-                                node.output_dtype, root.data if is_root else None, grad,
+                                node.output_dtype, root._data if is_root else None, grad,
                                 precision, small)
         graph.node(node_id + "_out", fields=fields, attrs={"penwidth": "2"} if is_root else {})
         graph.edge(node_id, node_id + "_out")
@@ -451,8 +456,8 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
     for parent_id, leaf_id in leaf_ids.items():
         tensor = leaves[parent_id]
         is_parameter = parent_id in parameter_ids or type(tensor).__name__ == "Parameter"
-        fields = _tensor_fields(leaf_title(tensor), tensor.shape, tensor.dtype, tensor.data,
-                                tensor.grad, precision, small)
+        fields = _tensor_fields(leaf_title(tensor), tensor.shape, tensor.dtype, tensor._data,
+                                _grad_array(tensor), precision, small)
         graph.node(leaf_id, fields=fields,
                    attrs=dict(_PARAMETER_STYLE if is_parameter else _LEAF_STYLE))
     if hidden_ops:

@@ -115,7 +115,7 @@ def _finish_axes(axes: Axes, xlabel: str, ylabel: str, title: str | None,
 
 def _as_array(value: Any, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
-        return value.data
+        return value._data
     try:
         return np.asarray(value)
     except (TypeError, ValueError) as error:
@@ -600,7 +600,7 @@ class ActivationTrace:
 
     def activations(self) -> list[tuple[str, np.ndarray]]:
         """``(name, values)`` for every recorded layer."""
-        return [(name, tensor.data) for name, tensor in zip(self.names, self.tensors,
+        return [(name, tensor._data) for name, tensor in zip(self.names, self.tensors,
                                                               strict=True)]
 
     def gradients(self) -> list[tuple[str, np.ndarray]]:

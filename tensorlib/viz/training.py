@@ -78,7 +78,7 @@ class TrainingWatch:
 
     def _snapshot_if_watched(self, step: int) -> None:
         """Copy the weights before the update of ``step``, when that step is watched."""
-        self._before = ({name: to_numpy(p.data).copy() for name, p in self._weights}
+        self._before = ({name: to_numpy(p._data).copy() for name, p in self._weights}
                         if self._watched(step) else None)
 
     def step_done(self, record: Any) -> None:
@@ -88,14 +88,14 @@ class TrainingWatch:
         if self._watched(step) and self._before is not None and self._capture.passes:
             kept = WatchRecord(step)
             for name, tensor in self._capture.passes[-1].items():
-                kept.activations[name] = to_numpy(tensor.data).copy()
+                kept.activations[name] = to_numpy(tensor._data).copy()
                 if tensor.grad is not None:
-                    kept.gradients[name] = to_numpy(tensor.grad).copy()
+                    kept.gradients[name] = to_numpy(tensor.grad._data)
             for name, parameter in self._weights:
                 before = self._before[name]
                 if parameter.grad is not None:
-                    kept.gradient_ratios[name] = _std_ratio(to_numpy(parameter.grad), before)
-                kept.update_ratios[name] = _std_ratio(to_numpy(parameter.data) - before, before)
+                    kept.gradient_ratios[name] = _std_ratio(to_numpy(parameter.grad._data), before)
+                kept.update_ratios[name] = _std_ratio(to_numpy(parameter._data) - before, before)
             self.records.append(kept)
         self._snapshot_if_watched(step + 1)
 

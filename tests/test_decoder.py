@@ -344,7 +344,7 @@ def test_block_matches_torch_forward_and_backward():
     out = block(x)
     out.backward(upstream)
 
-    p = {n: torch.tensor(q.data, requires_grad=True) for n, q in block.named_parameters()}
+    p = {n: torch.tensor(q.numpy(), requires_grad=True) for n, q in block.named_parameters()}
     functional = torch.nn.functional
     tx = torch.tensor(x_np, requires_grad=True)
 

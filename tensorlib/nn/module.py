@@ -33,15 +33,11 @@ class Parameter(Tensor):
             raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
         self.requires_grad = bool(trainable)
 
-    @property
-    def data(self) -> Tensor:
-        """The values, as :attr:`Tensor.data`. Assigning new ones is an in-place change: the
+    @Tensor.data.setter
+    def data(self, value: Any) -> None:
+        """Read as :attr:`Tensor.data`. Assigning new values is an in-place change whose
         shape and dtype must stay the same (a module, its optimizer and its checkpoints rely
         on both)."""
-        return Tensor.data.fget(self)
-
-    @data.setter
-    def data(self, value: Any) -> None:
         array = value._data if isinstance(value, Tensor) else value
         if not (hasattr(array, "shape") and hasattr(array, "dtype")):
             array = np.asarray(array)

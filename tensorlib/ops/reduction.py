@@ -22,6 +22,13 @@ def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None
     return array_module(grad).broadcast_to(_reduced_axes_back(grad, axis, keepdims), shape)
 
 
+def _without_reduced_axes(kept: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,
+                          keepdims: bool) -> Any:
+    """A reduction computed with its axes kept (size 1), as the caller asked: kept, or
+    dropped (a view)."""
+    return kept if keepdims else kept.reshape(_reduced_shape(shape, axis))
+
+
 def _reduced_shape(shape: tuple[int, ...], axis: tuple[int, ...] | None,
                    keepdims: bool = False) -> tuple[int, ...]:
     """The shape of a reduction over ``axis`` (None: every axis): the reduced axes dropped,
@@ -87,7 +94,7 @@ class Max(Function):
             array_module(a).zeros(_reduced_shape(a.shape, axis, True), dtype=a.dtype)
         ctx.save_for_backward(a, out)
         ctx.axis, ctx.keepdims = axis, keepdims
-        return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
+        return _without_reduced_axes(out, a.shape, axis, keepdims)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -124,7 +131,7 @@ class Var(Function):
         centered, variance, ctx.divisor = _deviations(a, axis, correction)
         ctx.save_for_backward(centered)
         ctx.axis, ctx.keepdims = axis, keepdims
-        return variance if keepdims else variance.reshape(_reduced_shape(a.shape, axis))
+        return _without_reduced_axes(variance, a.shape, axis, keepdims)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -149,7 +156,7 @@ class Std(Function):
         std = array_module(a).sqrt(variance)
         ctx.save_for_backward(centered, std)
         ctx.axis, ctx.keepdims = axis, keepdims
-        return std if keepdims else std.reshape(_reduced_shape(a.shape, axis))
+        return _without_reduced_axes(std, a.shape, axis, keepdims)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -174,14 +181,14 @@ class LogSumExp(Function):
         if a.size == 0:
             out = xp.full(_reduced_shape(a.shape, axis, True), -xp.inf, dtype=a.dtype)
             ctx.save_for_backward(a, out)
-            return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
+            return _without_reduced_axes(out, a.shape, axis, keepdims)
         shift = a.max(axis=axis, keepdims=True)
         shift = xp.where(xp.isfinite(shift), shift, 0)
         total = xp.exp(a - shift).sum(axis=axis, keepdims=True)
         with _quiet(xp):
             out = shift + xp.log(total)
         ctx.save_for_backward(a, out)
-        return out if keepdims else out.reshape(_reduced_shape(a.shape, axis))
+        return _without_reduced_axes(out, a.shape, axis, keepdims)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:

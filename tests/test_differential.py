@@ -190,9 +190,13 @@ def _none(value: Any) -> str:
 # ============================================================================ generation
 UNARY = ["exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",
          "softplus", "leaky_relu", "abs", "neg", "pow"]
-KINKED = {"relu", "abs", "leaky_relu", "maximum", "max", "min", "posabs", "std"}
+KINKED = {"relu", "abs", "leaky_relu", "maximum", "max", "min", "posabs", "std", "max_pool1d",
+          "max_pool2d", "relu6", "hardswish"}
 KINDS = (["unary"] * 6 + ["binary"] * 5 + ["view"] * 5 + ["reduce"] * 3 + ["softmax"]
-         + ["matmul"] + ["nn"] * 2 + ["join"] * 2 + ["where"])
+         + ["matmul"] + ["nn"] * 2 + ["join"] * 2 + ["where"] + ["conv"] * 2)
+# convolution, pooling and padding: the same function names and arguments in F and torch's F
+CONVOLUTIONS = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+                "pad", "unfold", "relu6", "hardswish", "mish"]
 
 
 class Builder:
@@ -693,6 +697,74 @@ class Builder:
             out = np.stack([np.zeros(shape)] * k, axis=axis).shape
         self.one(which, tuple(ins), {"axis": axis}, [out], max(self.mag[i] for i in ins))
 
+    def step_conv(self) -> None:
+        """A convolution, pooling, padding or unfold of a value fitted to ``(N, C, *S)``
+        (random kernel, stride, padding, dilation and groups), or a mobile-net activation."""
+        which = self.choice([c for c in CONVOLUTIONS if not (self.smooth and c in KINKED)])
+        x = self.pick()
+        if self.mag[x] > 8:
+            x = self.unary_op("tanh", x)
+        if which in ("relu6", "hardswish", "mish"):
+            self.one("conv", (x,), {"fn": which, "kwargs": {}}, [self.shape[x]],
+                     self.mag[x] + 1.0)
+            return
+        dims = 2 if which.endswith("2d") or which == "unfold" else 1
+        if which == "pad":
+            dims = self.int(1, 2)
+        kernel = tuple(self.int(1, 3) for _ in range(dims))
+        stride = tuple(self.int(1, 2) for _ in range(dims))
+        dilation = tuple(1 if which.startswith("avg_pool") else self.int(1, 2)
+                         for _ in range(dims))
+        padding = tuple(self.int(0, k // 2) for k in kernel)
+        spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p + self.int(0, 3))
+                        for k, d, p in zip(kernel, dilation, padding, strict=True))
+        groups = self.choice([1, 1, 2]) if which.startswith("conv") else 1
+        channels = groups * self.int(1, 2)
+        x = self.fit(x, (self.int(1, 2), channels) + spatial)
+        batch = self.shape[x][0]
+        positions = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d
+                          in zip(spatial, kernel, stride, padding, dilation, strict=True))
+        sizes = {"stride": stride, "padding": padding, "dilation": dilation}
+        if which.startswith("conv"):
+            filters = groups * self.int(1, 2)
+            w = self.fit(self.pick(), (filters, channels // groups) + kernel)
+            ins = [x, w]
+            if self.chance(60):
+                ins.append(self.fit(self.pick(), (filters,)))
+            if max(self.mag[i] for i in ins) > 8:
+                ins = [ins[0]] + [self.unary_op("tanh", i) for i in ins[1:]]
+            fan_in = channels // groups * math.prod(kernel)
+            self.one("conv", tuple(ins), {"fn": which, "kwargs": {**sizes, "groups": groups}},
+                     [(batch, filters) + positions],
+                     self.mag[x] * self.mag[w] * fan_in + (self.mag[ins[2]] if len(ins) > 2
+                                                           else 0.0))
+        elif which.startswith("max_pool"):
+            self.one("conv", (x,), {"fn": which, "kwargs": {"kernel_size": kernel, **sizes}},
+                     [(batch, channels) + positions], self.mag[x])
+        elif which.startswith("avg_pool"):
+            del sizes["dilation"]
+            include = self.chance(70)
+            self.one("conv", (x,), {"fn": which, "kwargs": {
+                "kernel_size": kernel, **sizes, "count_include_pad": include}},
+                     [(batch, channels) + positions], self.mag[x])
+        elif which == "unfold":
+            self.one("conv", (x,), {"fn": which, "kwargs": {"kernel_size": kernel, **sizes}},
+                     [(batch, channels * math.prod(kernel), math.prod(positions))],
+                     self.mag[x])
+        else:
+            mode = self.choice(["constant", "reflect", "replicate", "circular"])
+            widths: list[int] = []
+            for size in reversed(spatial):  # pad's order: the last axis first
+                limit = {"reflect": size - 1, "circular": size}.get(mode, 3)
+                widths += [self.int(0, min(limit, 3)), self.int(0, min(limit, 3))]
+            kwargs: dict[str, Any] = {"pad": tuple(widths), "mode": mode}
+            if mode == "constant":
+                kwargs["value"] = self.choice([0.0, 1.5])
+            padded = tuple(size + widths[-2 - 2 * i] + widths[-1 - 2 * i]
+                           for i, size in enumerate(spatial))
+            self.one("conv", (x,), {"fn": which, "kwargs": kwargs},
+                     [(batch, channels) + padded], max(self.mag[x], 1.5))
+
     # ------------------------------------------------------------------ whole programs
     def build(self, protocol: str) -> Program:
         for i in range(self.int(1, 3)):
@@ -701,7 +773,7 @@ class Builder:
         steps = {"unary": self.step_unary, "binary": self.step_binary, "view": self.step_view,
                  "reduce": self.step_reduce, "softmax": self.step_softmax,
                  "matmul": self.step_matmul, "nn": self.step_nn, "join": self.step_join,
-                 "where": self.step_where}
+                 "where": self.step_where, "conv": self.step_conv}
         for _ in range(self.int(1, self.max_steps)):
             steps[self.choice(KINDS)]()
         self.protocol(protocol)
@@ -848,6 +920,8 @@ class TensorlibLib:
         if op == "cross_entropy":
             return F.cross_entropy(xs[0], p["targets"], reduction=p["reduction"],
                                    label_smoothing=p["label_smoothing"])
+        if op == "conv":
+            return getattr(F, p["fn"])(*xs, **p["kwargs"])
         if op == "concat":
             return tl.cat(xs, dim=p["axis"])
         if op == "stack":
@@ -935,6 +1009,8 @@ class TorchLib(TensorlibLib):
             return tF.cross_entropy(logits, torch.from_numpy(p["targets"]),
                                     reduction=p["reduction"],
                                     label_smoothing=p["label_smoothing"])
+        if op == "conv":
+            return getattr(tF, p["fn"])(*xs, **p["kwargs"])
         if op == "concat":
             return torch.cat(xs, dim=p["axis"])
         if op == "stack":

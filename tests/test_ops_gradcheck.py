@@ -96,7 +96,7 @@ def _layer_norm(x, weight=1.0, bias=0.0):
 
 
 def _batch_norm(x, weight=1.0, bias=0.0):
-    axes, view = ((0,), (1, -1)) if x.ndim == 2 else ((0, 2), (1, -1, 1))
+    axes, view = (0, *range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
     centered = x - x.mean(axes, keepdims=True)
     normalized = centered / np.sqrt((centered**2).mean(axes, keepdims=True) + 1e-5)
     return normalized * np.reshape(weight, view) + np.reshape(bias, view)
@@ -117,6 +117,77 @@ def _causal_attention(qkv, heads):
     q, k, v = qkv.reshape(batch, length, 3, heads, -1).transpose(2, 0, 3, 1, 4)
     p = _causal_softmax(q @ np.swapaxes(k, -1, -2), 1 / np.sqrt(q.shape[-1]))
     return (p @ v).transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)
+
+
+def _padded(x, padding, value=0.0):
+    """``x (N, C, *S)`` with ``padding[i]`` entries of ``value`` around spatial axis i."""
+    widths = [(0, 0), (0, 0)] + [(p, p) for p in padding]
+    return np.pad(x, widths, constant_values=value)
+
+
+def _window(x, position, kernel, stride, dilation):
+    """``x[:, :, window at position]``: (N, C, *kernel), read entry by entry."""
+    index = [slice(None), slice(None)]
+    for p, k, s, d in zip(position, kernel, stride, dilation, strict=True):
+        index.append(slice(p * s, p * s + d * (k - 1) + 1, d))
+    return x[tuple(index)]
+
+
+def _positions(x, kernel, stride, dilation):
+    return np.ndindex(*[(size - d * (k - 1) - 1) // s + 1 for size, k, s, d
+                        in zip(x.shape[2:], kernel, stride, dilation, strict=True)])
+
+
+def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """The convolution by its definition: a loop over output positions and groups."""
+    dims = w.ndim - 2
+    stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
+                                 for v in (stride, padding, dilation))
+    x = _padded(x, padding)
+    per_group_in, per_group_out = w.shape[1], w.shape[0] // groups
+    positions = list(_positions(x, w.shape[2:], stride, dilation))
+    out = np.zeros((x.shape[0], w.shape[0]) + tuple(np.max(positions, axis=0) + 1))
+    for position in positions:
+        window = _window(x, position, w.shape[2:], stride, dilation)   # (N, C, *K)
+        for g in range(groups):
+            part = window[:, g * per_group_in:(g + 1) * per_group_in]
+            filters = w[g * per_group_out:(g + 1) * per_group_out]
+            value = np.tensordot(part, filters, axes=(range(1, dims + 2), range(1, dims + 2)))
+            out[(slice(None), slice(g * per_group_out, (g + 1) * per_group_out), *position)] = value
+    return out if b is None else out + b.reshape((-1,) + (1,) * dims)
+
+
+def _pool(x, reduce, kernel, stride, padding=0, dilation=1, value=0.0):
+    """A pooling by its definition: ``reduce`` over each window, one position at a time."""
+    dims = x.ndim - 2
+    kernel, stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
+                                         for v in (kernel, stride, padding, dilation))
+    x = _padded(x, padding, value)
+    positions = list(_positions(x, kernel, stride, dilation))
+    out = np.zeros(x.shape[:2] + tuple(np.max(positions, axis=0) + 1))
+    for position in positions:
+        window = _window(x, position, kernel, stride, dilation)
+        out[(slice(None), slice(None), *position)] = reduce(
+            window.reshape(window.shape[:2] + (-1,)), axis=-1)
+    return out
+
+
+def _unfold(x, kernel, stride=1, padding=0, dilation=1):
+    """im2col by its definition: column l is the window at position l, flattened."""
+    kernel, stride, padding, dilation = ((v,) * 2 if np.isscalar(v) else v
+                                         for v in (kernel, stride, padding, dilation))
+    x = _padded(x, padding)
+    columns = [_window(x, position, kernel, stride, dilation).reshape(x.shape[0], -1)
+               for position in _positions(x, kernel, stride, dilation)]
+    return np.stack(columns, axis=-1)
+
+
+def _hardswish(x):
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+def _mish(x):
+    return x * np.tanh(np.log1p(np.exp(x)))
 
 
 def _index_put(a, value, index):
@@ -371,6 +442,68 @@ CASES = {
     "causal-attention": (lambda q: F.causal_attention(q, 2), [((2, 3, 12), A)],
                          lambda q: _causal_attention(q, 2)),
     "dropout": (lambda x: F.dropout(x, 0.5, rng=Rng(0)), [((3, 4), A)], None),
+    "batch-norm-images": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                          [((3, 2, 2, 3), A), ((2,), A), ((2,), A)], _batch_norm),
+    # ---- convolution, pooling, padding, unfold and fold (rectangular images, channels !=
+    # filters, every argument away from its default somewhere)
+    "conv1d": (lambda x, w, b: F.conv1d(x, w, b), [((2, 3, 7), A), ((4, 3, 3), A), ((4,), A)],
+               _conv),
+    "conv1d-stride-padding-dilation": (
+        lambda x, w: F.conv1d(x, w, stride=2, padding=2, dilation=3),
+        [((2, 3, 11), A), ((5, 3, 3), A)],
+        lambda x, w: _conv(x, w, stride=2, padding=2, dilation=3)),
+    "conv1d-groups": (lambda x, w, b: F.conv1d(x, w, b, groups=3, padding=1),
+                      [((2, 6, 5), A), ((9, 2, 2), A), ((9,), A)],
+                      lambda x, w, b: _conv(x, w, b, padding=1, groups=3)),
+    "conv1d-same": (lambda x, w: F.conv1d(x, w, padding="same", dilation=3),
+                    [((1, 2, 6), A), ((3, 2, 2), A)],
+                    lambda x, w: _conv(np.pad(x, [(0, 0), (0, 0), (1, 2)]), w, dilation=3)),
+    "conv2d": (lambda x, w, b: F.conv2d(x, w, b), [((2, 3, 5, 4), A), ((4, 3, 3, 2), A),
+                                                   ((4,), A)], _conv),
+    "conv2d-stride-padding-dilation-groups": (
+        lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1),
+                                 groups=2),
+        [((2, 4, 7, 5), A), ((6, 2, 3, 2), A), ((6,), A)],
+        lambda x, w, b: _conv(x, w, b, (2, 1), (1, 2), (2, 1), 2)),
+    "conv2d-depthwise": (lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=3),
+                         [((1, 3, 5, 6), A), ((3, 1, 3, 3), A)],
+                         lambda x, w: _conv(x, w, stride=2, padding=1, groups=3)),
+    "conv2d-unbatched": (lambda x, w: F.conv2d(x, w), [((2, 4, 3), A), ((3, 2, 2, 2), A)],
+                         lambda x, w: _conv(x[None], w)[0]),
+    "max-pool1d": (lambda x: F.max_pool1d(x, 3, stride=2, padding=1), [((2, 3, 8), D)],
+                   lambda x: _pool(x, np.max, 3, 2, 1, value=-np.inf)),
+    "max-pool2d": (lambda x: F.max_pool2d(x, 2), [((2, 3, 6, 4), D)],
+                   lambda x: _pool(x, np.max, 2, 2)),
+    "max-pool2d-overlapping": (lambda x: F.max_pool2d(x, (3, 2), stride=(2, 1), padding=1,
+                                                      dilation=(1, 2)),
+                               [((2, 2, 7, 6), D)],
+                               lambda x: _pool(x, np.max, (3, 2), (2, 1), 1, (1, 2), -np.inf)),
+    "avg-pool1d": (lambda x: F.avg_pool1d(x, 2), [((2, 3, 7), A)],
+                   lambda x: _pool(x, np.mean, 2, 2)),
+    "avg-pool2d-overlapping": (lambda x: F.avg_pool2d(x, 3, stride=(1, 2), padding=1),
+                               [((2, 3, 5, 6), A)],
+                               lambda x: _pool(x, np.mean, 3, (1, 2), 1)),
+    "avg-pool2d-without-padding-in-the-count": (
+        lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+        [((1, 2, 5, 4), A)],
+        lambda x: _pool(x, np.nanmean, 3, 2, 1, value=np.nan)),
+    "unfold": (lambda x: F.unfold(x, (3, 2), dilation=(1, 2), padding=1, stride=2),
+               [((2, 3, 6, 5), A)], lambda x: _unfold(x, (3, 2), 2, 1, (1, 2))),
+    "fold": (lambda c: F.fold(c, (5, 4), (2, 3), padding=1, stride=(2, 1)),
+             [((2, 12, 12), A)], None),
+    "fold-of-unfold": (lambda x: F.fold(F.unfold(x, 2, stride=1), (4, 3), 2),
+                       [((1, 2, 4, 3), A)], None),
+    "pad-constant": (lambda x: F.pad(x, (1, 2, 0, 3), value=0.5), [((2, 3, 4), A)],
+                     lambda x: np.pad(x, [(0, 0), (0, 3), (1, 2)], constant_values=0.5)),
+    "pad-reflect": (lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"), [((2, 3, 4), A)],
+                    lambda x: np.pad(x, [(0, 0), (1, 2), (2, 1)], mode="reflect")),
+    "pad-replicate": (lambda x: F.pad(x, (3, 1), mode="replicate"), [((2, 3, 4), A)],
+                      lambda x: np.pad(x, [(0, 0), (0, 0), (3, 1)], mode="edge")),
+    "pad-circular": (lambda x: F.pad(x, (1, 4, 2, 0), mode="circular"), [((2, 3, 4), A)],
+                     lambda x: np.pad(x, [(0, 0), (2, 0), (1, 4)], mode="wrap")),
+    "relu6": (lambda a: F.relu6(a * 4.0), [((3, 4), NZ)], lambda a: np.clip(a * 4.0, 0, 6)),
+    "hardswish": (lambda a: F.hardswish(a * 2.5), [((3, 4), NZ)], lambda a: _hardswish(a * 2.5)),
+    "mish": (lambda a: F.mish(a * 3.0), [((3, 4), A)], lambda a: _mish(a * 3.0)),
     # ---- a composite: softmax attention weights on a matmul, through a masked fill
     "composite-attention": (lambda q, k, v: ((q @ k.transpose() * 0.5)
                                              .masked_fill(np.triu(np.ones((3, 3), bool), 1),
@@ -484,7 +617,9 @@ def test_gradcheck_and_forward_value(name, layout):
 
 @pytest.mark.parametrize("name", ["add-broadcast", "matmul-batched-vec", "softmax-axis1",
                                   "getitem-repeated", "amax-(0, 2)", "max-dim-1", "std-1",
-                                  "gather-repeated", "index-put-broadcast-value", "gelu-tanh"])
+                                  "gather-repeated", "index-put-broadcast-value", "gelu-tanh",
+                                  "conv2d-stride-padding-dilation-groups", "max-pool1d",
+                                  "avg-pool2d-overlapping", "fold", "pad-reflect", "mish"])
 def test_float32_forward_and_gradient_dtypes(name):
     fn, specs, _ = CASES[name]
     arrays = _inputs(specs, "contiguous")

@@ -5,21 +5,26 @@ they draw from is :class:`tensorlib.Rng`."""
 from tensorlib.nn import functional, init
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.capture import ActivationCapture, capture_activations
+from tensorlib.nn.convolution import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from tensorlib.nn.layers import (
     GELU,
     MLP,
     BatchNorm1d,
+    BatchNorm2d,
     Dropout,
     Embedding,
     Flatten,
     FlattenConsecutive,
+    Hardswish,
     HookPoint,
     Identity,
     LayerNorm,
     LeakyReLU,
     Linear,
+    Mish,
     PositionalEmbedding,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softplus,
@@ -54,11 +59,12 @@ from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
 from tensorlib.nn.wavenet import WaveNet, WaveNetLevel
 
 __all__ = [
-    "GELU", "MLP", "BatchNorm1d", "Decoder", "DecoderBlock", "DecoderConfig", "Dropout",
-    "Embedding", "Flatten", "FlattenConsecutive", "HookPoint", "Identity", "LayerNorm",
-    "LeakyReLU", "Linear", "Module", "ModuleList", "MultiheadAttention", "Parameter",
-    "PositionalEmbedding", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softplus",
-    "StateDictError", "Tanh", "WaveNet", "WaveNetLevel",
+    "GELU", "MLP", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
+    "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding", "Flatten",
+    "FlattenConsecutive", "Hardswish", "HookPoint", "Identity", "LayerNorm", "LeakyReLU",
+    "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleList", "MultiheadAttention",
+    "Parameter", "PositionalEmbedding", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid",
+    "Softplus", "StateDictError", "Tanh", "WaveNet", "WaveNetLevel",
     "evaluation_mode", "functional", "init",
     "ActivationCapture", "KVCache", "capture_activations",
     "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",

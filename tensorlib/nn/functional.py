@@ -27,6 +27,8 @@ from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
 
 __all__ = [
+    "avg_pool1d",
+    "avg_pool2d",
     "batch_norm",
     "batch_norm_reference",
     "causal_attention",
@@ -36,13 +38,17 @@ __all__ = [
     "attend",
     "causal_softmax",
     "causal_softmax_reference",
+    "conv1d",
+    "conv2d",
     "cross_entropy",
     "cross_entropy_reference",
     "dropout",
     "dropout_reference",
     "embedding",
     "embedding_reference",
+    "fold",
     "gelu",
+    "hardswish",
     "layer_norm",
     "layer_norm_reference",
     "leaky_relu",
@@ -51,8 +57,13 @@ __all__ = [
     "linear_reference",
     "log_softmax",
     "log_softmax_reference",
+    "max_pool1d",
+    "max_pool2d",
     "merge_heads",
+    "mish",
+    "pad",
     "relu",
+    "relu6",
     "sigmoid",
     "sign",
     "silu",
@@ -62,6 +73,7 @@ __all__ = [
     "split_heads",
     "tanh",
     "token_ids",
+    "unfold",
 ]
 
 
@@ -488,8 +500,8 @@ def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor |
 def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,
                       training: bool, momentum: float, eps: float) -> None:
     _check_floating(x, "batch_norm input")
-    if x.ndim not in (2, 3):
-        raise ValueError(f"batch_norm expects (N, C) or (N, C, L) input, got shape {x.shape}")
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm expects (N, C, ...) input, got shape {x.shape}")
     channels = x.shape[1]
     if training and x.numel() == channels:  # one value per channel
         raise ValueError(f"batch_norm in training needs more than 1 value per channel (a batch "
@@ -513,14 +525,15 @@ def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, 
 
 def _channel_axes(x: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The axes statistics are taken over, and the shape a (C,) vector broadcasts as."""
-    return ((0,), (1, -1)) if x.ndim == 2 else ((0, 2), (1, -1, 1))
+    return (0, *range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """Normalize each channel of ``x (N, C)`` or ``x (N, C, L)``, then scale and shift by
-    ``weight`` and ``bias`` (each (C,) or None), as ``torch.nn.functional.batch_norm``.
+    """Normalize each channel of ``x (N, C, ...)`` (``(N, C)``, ``(N, C, L)``, ``(N, C, H,
+    W)``), then scale and shift by ``weight`` and ``bias`` (each (C,) or None), as
+    ``torch.nn.functional.batch_norm``.
 
     Training: the batch's mean and biased variance normalize (one fused node), and the
     running statistics, where given, move in place towards the batch's:
@@ -631,3 +644,286 @@ def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,
     if not training or p == 0.0:
         return x
     return x * Tensor(_dropout_multiplier(x, p, generator))
+
+
+# ----------------------------------------------------------------- convolution and pooling
+def per_axis(value: Any, dims: int, what: str, minimum: int) -> tuple[int, ...]:
+    """An int, or a sequence of ``dims`` ints, as a ``dims``-tuple of ints >= ``minimum``."""
+    values = (value,) * dims if isinstance(value, numbers.Integral) else value
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") \
+            or len(values) != dims:
+        raise TypeError(f"{what} must be an integer or a sequence of {dims} integers, "
+                        f"got {value!r}")
+    return tuple(validation.integer(v, what, minimum=minimum) for v in values)
+
+
+def _check_spatial_input(x: Any, dims: int, what: str) -> tuple[Tensor, bool]:
+    """``x (N, C, *S)``, or an unbatched ``(C, *S)`` as a batch of one (True when it was)."""
+    _check_floating(x, f"{what} input")
+    if x.ndim == dims + 1:
+        return x.unsqueeze(0), True
+    if x.ndim != dims + 2:
+        layout = ("(N, C, L)", "(C, L)") if dims == 1 else ("(N, C, H, W)", "(C, H, W)")
+        raise ValueError(f"{what} expects input {layout[0]} or {layout[1]}, got shape {x.shape}")
+    return x, False
+
+
+def _check_windows_fit(what: str, shape: tuple[int, ...], kernel: tuple[int, ...],
+                       padding: tuple[int, ...], dilation: tuple[int, ...]) -> None:
+    """ValueError unless each dilated kernel fits in its padded spatial axis."""
+    spatial = shape[2:]
+    for size, k, p, d in zip(spatial, kernel, padding, dilation, strict=True):
+        if d * (k - 1) + 1 > size + 2 * p:
+            raise ValueError(f"{what}: the kernel {kernel} (dilation {dilation}) is larger than "
+                             f"the input {spatial} padded by {padding} (input shape {shape})")
+
+
+def _convolution(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                 groups: int, dims: int) -> Tensor:
+    what = f"conv{dims}d"
+    x, unbatched = _check_spatial_input(x, dims, what)
+    _check_floating(weight, f"{what} weight")
+    if weight.ndim != dims + 2:
+        layout = "(out_channels, in_channels/groups, " + ("L)" if dims == 1 else "kH, kW)")
+        raise ValueError(f"{what} weight must be {layout}, got shape {weight.shape}")
+    groups = validation.positive_integer(groups, f"{what} groups")
+    out_channels, channels = weight.shape[0], x.shape[1]
+    if channels % groups or out_channels % groups:
+        raise ValueError(f"{what}: groups={groups} must divide the input's {channels} channels "
+                         f"and the weight's {out_channels} filters")
+    if weight.shape[1] * groups != channels:
+        raise ValueError(f"{what}: the input has {channels} channels, the weight "
+                         f"{tuple(weight.shape)} expects {weight.shape[1] * groups} "
+                         f"(in_channels/groups = {weight.shape[1]}, groups = {groups})")
+    if bias is not None:
+        _check_floating(bias, f"{what} bias")
+        if bias.shape != (out_channels,):
+            raise ValueError(f"{what} bias must be ({out_channels},), got shape {bias.shape}")
+    _check_one_dtype(what, x, weight, bias)
+    stride = per_axis(stride, dims, f"{what} stride", 1)
+    dilation = per_axis(dilation, dims, f"{what} dilation", 1)
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        x, padding = _string_padding(x, padding, kernel, stride, dilation, what)
+    else:
+        padding = per_axis(padding, dims, f"{what} padding", 0)
+    _check_windows_fit(what, x.shape, kernel, padding, dilation)
+    out = ops.Convolution.apply(x, weight, bias, stride=stride, padding=padding,
+                                dilation=dilation, groups=groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def _string_padding(x: Tensor, padding: str, kernel: tuple[int, ...], stride: tuple[int, ...],
+                    dilation: tuple[int, ...], what: str) -> tuple[Tensor, tuple[int, ...]]:
+    """``"valid"``: no padding. ``"same"`` (stride 1): d·(k-1) zeros per axis, half before;
+    an odd total puts the extra one after, padded by ``pad`` before the convolution."""
+    if padding == "valid":
+        return x, (0,) * len(kernel)
+    if padding != "same":
+        raise ValueError(f"{what} padding must be an integer, a tuple, 'valid' or 'same', "
+                         f"got {padding!r}")
+    if any(s != 1 for s in stride):
+        raise ValueError(f"{what}: padding='same' needs stride 1, got stride {stride}")
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
+    if all(total % 2 == 0 for total in totals):
+        return x, tuple(total // 2 for total in totals)
+    widths: list[int] = []
+    for total in reversed(totals):  # pad's order: the last axis first
+        widths += [total // 2, total - total // 2]
+    return pad(x, tuple(widths)), (0,) * len(kernel)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation, as PyTorch's): ``input (N, C, L)`` or ``(C, L)``,
+    ``weight (O, C/groups, K)``, ``bias (O,)`` → ``(N, O, L_out)``, with
+    L_out = ⌊(L + 2·padding - dilation·(K-1) - 1) / stride⌋ + 1.
+    ``padding`` is an int, ``"valid"`` (0) or ``"same"`` (output as long as the input)."""
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, dims=1)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation, as PyTorch's): ``input (N, C, H, W)`` or
+    ``(C, H, W)``, ``weight (O, C/groups, kH, kW)``, ``bias (O,)`` → ``(N, O, H_out, W_out)``;
+    each size as in ``conv1d``. ``stride``, ``padding`` and ``dilation`` are an int or a
+    pair; ``padding`` may also be ``"valid"`` or ``"same"``."""
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, dims=2)
+
+
+def pool_sizes(what: str, dims: int, kernel_size: Any, stride: Any, padding: Any,
+               dilation: Any, ceil_mode: bool) -> tuple[tuple[int, ...], ...]:
+    """A pooling's ``(kernel, stride, padding, dilation)``, each a ``dims``-tuple; stride
+    None (or ``()``) is the kernel's size. Padding may be at most half the kernel."""
+    kernel = per_axis(kernel_size, dims, f"{what} kernel_size", 1)
+    stride = kernel if stride is None or stride == () else \
+        per_axis(stride, dims, f"{what} stride", 1)
+    padding = per_axis(padding, dims, f"{what} padding", 0)
+    dilation = per_axis(dilation, dims, f"{what} dilation", 1)
+    if any(2 * p > k for p, k in zip(padding, kernel, strict=True)):
+        raise ValueError(f"{what}: padding {padding} must be at most half the kernel {kernel}")
+    if validation.boolean(ceil_mode, f"{what} ceil_mode"):
+        raise ValueError(f"{what}: ceil_mode=True is not supported; windows that overhang the "
+                         "input are dropped (ceil_mode=False): pad the input instead")
+    return kernel, stride, padding, dilation
+
+
+def _pool_arguments(what: str, x: Any, dims: int, kernel_size: Any, stride: Any, padding: Any,
+                    dilation: Any, ceil_mode: bool) -> tuple[Any, ...]:
+    x, unbatched = _check_spatial_input(x, dims, what)
+    kernel, stride, padding, dilation = pool_sizes(what, dims, kernel_size, stride, padding,
+                                                   dilation, ceil_mode)
+    _check_windows_fit(what, x.shape, kernel, padding, dilation)
+    return x, unbatched, kernel, stride, padding, dilation
+
+
+def _max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: bool, return_indices: bool, dims: int) -> Tensor:
+    what = f"max_pool{dims}d"
+    if validation.boolean(return_indices, f"{what} return_indices"):
+        raise ValueError(f"{what}: return_indices=True is not supported; the gradient already "
+                         "goes to each window's maximum")
+    x, unbatched, kernel, stride, padding, dilation = _pool_arguments(
+        what, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    out = ops.MaxPool.apply(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor:
+    """The maximum of each window of ``kernel_size`` along ``input (N, C, L)``, the windows
+    ``stride`` apart (default: ``kernel_size``, windows side by side), the input padded with
+    -inf. The gradient goes to each window's first maximum."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor:
+    """``max_pool1d`` over the two spatial axes of ``input (N, C, H, W)``; each size an int
+    or a pair."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def _avg_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+              count_include_pad: bool, divisor_override: Any, dims: int) -> Tensor:
+    what = f"avg_pool{dims}d"
+    if divisor_override is not None:
+        raise ValueError(f"{what}: divisor_override is not supported; divide the output "
+                         "instead")
+    x, unbatched, kernel, stride, padding, _ = _pool_arguments(
+        what, x, dims, kernel_size, stride, padding, 1, ceil_mode)
+    out = ops.AvgPool.apply(x, kernel=kernel, stride=stride, padding=padding,
+                            count_include_pad=validation.boolean(
+                                count_include_pad, f"{what} count_include_pad"))
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """The mean of each window of ``kernel_size`` along ``input (N, C, L)``, windows
+    ``stride`` apart (default ``kernel_size``), zero-padded; with
+    ``count_include_pad=False`` the padding is left out of each mean."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """``avg_pool1d`` over the two spatial axes of ``input (N, C, H, W)``."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2)
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+    """``input`` padded: ``pad = (left, right)`` for the last axis, ``(left, right, top,
+    bottom)`` for the last two, and so on, each >= 0. ``mode``: "constant" (``value``,
+    default 0), "reflect" (mirrored without the edge, each width < the axis' size),
+    "replicate" (the edge repeated) or "circular" (wrapped around, each width <= the size)."""
+    _check_tensor(input, "pad input")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    if isinstance(pad, (str, bytes)) or not hasattr(pad, "__len__") or len(pad) % 2 \
+            or not 0 < len(pad) <= 2 * input.ndim:
+        raise ValueError(f"pad must be a sequence of (before, after) pairs, last axis first, "
+                         f"at most {input.ndim} pairs for a {input.ndim}-D input, got {pad!r}")
+    sizes = [validation.integer(p, "pad width", minimum=0) for p in pad]
+    widths = [(0, 0)] * input.ndim
+    for pair in range(len(sizes) // 2):
+        widths[input.ndim - 1 - pair] = (sizes[2 * pair], sizes[2 * pair + 1])
+    if mode == "constant":
+        fill = 0.0 if value is None else validation.real(value, "pad value")
+        return ops.Pad.apply(input, widths=tuple(widths), mode=mode, value=fill)
+    if value is not None:
+        raise ValueError(f"pad: value is only for mode 'constant', not {mode!r}")
+    for axis, (before, after) in enumerate(widths):
+        size, limit = input.shape[axis], max(before, after)
+        if limit and (size == 0 or (mode == "reflect" and limit >= size)
+                      or (mode == "circular" and limit > size)):
+            rule = "smaller than" if mode == "reflect" else "at most"
+            raise ValueError(f"pad: {mode} padding of ({before}, {after}) on axis {axis} must "
+                             f"be {rule} the axis' size {size} (input shape {input.shape})")
+    return ops.Pad.apply(input, widths=tuple(widths), mode=mode, value=0.0)
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+           stride: Any = 1) -> Tensor:
+    """im2col: ``input (N, C, H, W)`` → ``(N, C·kH·kW, L)``, column l the window at position
+    l (row-major), each channel's kH·kW values in a row; L = H_out·W_out as for ``conv2d``.
+    ``conv2d(x, w)`` is ``w.reshape(O, -1) @ unfold(x, k)`` reshaped to ``(N, O, H_out,
+    W_out)``."""
+    x, unbatched = _check_spatial_input(input, 2, "unfold")
+    kernel = per_axis(kernel_size, 2, "unfold kernel_size", 1)
+    dilation = per_axis(dilation, 2, "unfold dilation", 1)
+    padding = per_axis(padding, 2, "unfold padding", 0)
+    stride = per_axis(stride, 2, "unfold stride", 1)
+    _check_windows_fit("unfold", x.shape, kernel, padding, dilation)
+    out = ops.Unfold.apply(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+         stride: Any = 1) -> Tensor:
+    """col2im, the adjoint of ``unfold``: ``input (N, C·kH·kW, L)`` → ``(N, C, *output_size)``,
+    each column's values added back where ``unfold`` reads them (overlaps sum)."""
+    _check_floating(input, "fold input")
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    if x.ndim != 3:
+        raise ValueError(f"fold expects input (N, C·kH·kW, L) or (C·kH·kW, L), got shape "
+                         f"{input.shape}")
+    size = per_axis(output_size, 2, "fold output_size", 1)
+    kernel = per_axis(kernel_size, 2, "fold kernel_size", 1)
+    dilation = per_axis(dilation, 2, "fold dilation", 1)
+    padding = per_axis(padding, 2, "fold padding", 0)
+    stride = per_axis(stride, 2, "fold stride", 1)
+    _check_windows_fit("fold", (1, 1) + size, kernel, padding, dilation)
+    positions = math.prod(ops.convolution.window_count(s, k, st, p, d) for s, k, st, p, d
+                          in zip(size, kernel, stride, padding, dilation, strict=True))
+    per_channel = math.prod(kernel)
+    if x.shape[1] % per_channel or x.shape[2] != positions:
+        raise ValueError(f"fold: input {tuple(input.shape)} must be (N, C·{per_channel}, "
+                         f"{positions}) for kernel {kernel} and output_size {size}")
+    out = ops.Fold.apply(x, output_size=size, kernel=kernel, stride=stride, padding=padding,
+                         dilation=dilation)
+    return out.squeeze(0) if unbatched else out
+
+
+# --------------------------------------------------------------- activations of mobile nets
+def relu6(input: Tensor) -> Tensor:
+    """min(max(x, 0), 6) elementwise."""
+    return ops.Relu6.apply(_check_floating(input, "relu6 input"))
+
+
+def hardswish(input: Tensor) -> Tensor:
+    """x · relu6(x + 3) / 6 elementwise: a piecewise-quadratic swish."""
+    return ops.Hardswish.apply(_check_floating(input, "hardswish input"))
+
+
+def mish(input: Tensor) -> Tensor:
+    """x · tanh(softplus(x)) elementwise."""
+    return ops.Mish.apply(_check_floating(input, "mish input"))

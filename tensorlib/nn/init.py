@@ -9,6 +9,9 @@ Six policies, by name (see :data:`POLICIES`):
 * ``he_uniform``: U(-a, a), a = sqrt(6 / fan_in) (ReLU networks).
 * ``he_normal``: N(0, sqrt(2 / fan_in)) (ReLU networks).
 
+``fan_in_uniform`` is PyTorch's default for ``Conv1d``/``Conv2d`` (weights and biases alike):
+U(-1/√fan_in, 1/√fan_in), what ``torch.nn.init.kaiming_uniform_(w, a=√5)`` draws.
+
 Fans follow the PyTorch convention: a weight has shape ``(out, in, *receptive_field)``
 (``Linear.weight`` is ``(out_features, in_features)``); the receptive field multiplies both
 fans. Random policies take an explicit :class:`~tensorlib.rng.Rng` and fill the array in
@@ -28,6 +31,7 @@ __all__ = [
     "POLICIES",
     "fan_in_and_fan_out",
     "he_normal",
+    "fan_in_uniform",
     "he_uniform",
     "initialize",
     "ones",
@@ -120,6 +124,16 @@ def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     fan_in, _ = fan_in_and_fan_out(shape)
     std = math.sqrt(2.0 / fan_in)
     return rng.normal(0.0, std, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
+
+
+def fan_in_uniform(shape, rng: Rng, fan_in: int | None = None, dtype=np.float32) -> np.ndarray:
+    """U(-a, a) with ``a = 1 / sqrt(fan_in)``, ``fan_in`` the shape's own unless given (a
+    bias is drawn with its weight's fan_in): PyTorch's default for convolution layers."""
+    _check_rng(rng, "fan_in_uniform")
+    if fan_in is None:
+        fan_in, _ = fan_in_and_fan_out(shape)
+    bound = 1.0 / math.sqrt(validation.positive_integer(fan_in, "fan_in"))
+    return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
 def initialize(policy: str, shape, rng: Rng | None = None, dtype=np.float32) -> np.ndarray:

@@ -25,9 +25,11 @@ from tensorlib.tensor import Tensor
 __all__ = [
     "ACTIVATIONS",
     "BatchNorm1d",
+    "BatchNorm2d",
     "GELU",
     "MLP",
     "HookPoint",
+    "Hardswish",
     "Dropout",
     "Embedding",
     "Flatten",
@@ -35,8 +37,10 @@ __all__ = [
     "Identity",
     "LayerNorm",
     "Linear",
+    "Mish",
     "PositionalEmbedding",
     "ReLU",
+    "ReLU6",
     "Sigmoid",
     "Tanh",
     "get_activation",
@@ -213,9 +217,9 @@ class LayerNorm(Module):
 
 
 # --------------------------------------------------------------------------------- BatchNorm
-class BatchNorm1d(Module):
-    """Normalize each of ``num_features`` channels over the batch, as ``torch.nn.BatchNorm1d``:
-    input ``(N, C)`` or ``(N, C, L)``, statistics over N (and L).
+class _BatchNorm(Module):
+    """Normalize each of ``num_features`` channels over the batch (and every other axis but
+    the channels'), as PyTorch's batch norms; the subclasses say which inputs they take.
 
     In training the batch's mean and biased variance normalize, and the running statistics
     move towards the batch's: ``running = (1 - m) · running + m · batch`` (the unbiased
@@ -229,15 +233,17 @@ class BatchNorm1d(Module):
     """
 
     running_buffers = ("running_mean", "running_var", "num_batches_tracked")  # see Module
+    input_layouts: dict[int, str] = {}  # ndim: layout, e.g. {4: "(N, C, H, W)"}
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True,
                  dtype: Any = np.float32):
         super().__init__()
+        name = type(self).__name__
         self.num_features = validation.dimension(num_features, "num_features")
-        self.eps = validation.positive(eps, "BatchNorm1d eps")
+        self.eps = validation.positive(eps, f"{name} eps")
         self.momentum = None if momentum is None else validation.real(
-            momentum, "BatchNorm1d momentum", low=0.0, high=1.0, high_open=False)
+            momentum, f"{name} momentum", low=0.0, high=1.0, high_open=False)
         self.track_running_stats = validation.boolean(track_running_stats,
                                                       "track_running_stats")
         dtype = validation.float_dtype(dtype)
@@ -254,12 +260,14 @@ class BatchNorm1d(Module):
             self.register_buffer("num_batches_tracked", np.zeros((), dtype=np.int64))
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x (N, C)`` → ``(N, C)``, or ``x (N, C, L)`` → ``(N, C, L)``."""
+        """``x`` in one of the ``input_layouts`` → the same shape."""
+        name = type(self).__name__
         if not isinstance(x, Tensor):
-            raise TypeError(f"BatchNorm1d takes a Tensor, got {type(x).__name__}")
-        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
-            raise ValueError(f"BatchNorm1d({self.num_features}) expects (N, "
-                             f"{self.num_features}) or (N, {self.num_features}, L) input, got "
+            raise TypeError(f"{name} takes a Tensor, got {type(x).__name__}")
+        if x.ndim not in self.input_layouts or x.shape[1] != self.num_features:
+            layouts = " or ".join(layout.replace("C", str(self.num_features))
+                                  for layout in self.input_layouts.values())
+            raise ValueError(f"{name}({self.num_features}) expects {layouts} input, got "
                              f"{x.shape}")
         if not self.track_running_stats:
             return F.batch_norm(x, None, None, self.weight, self.bias, training=True, eps=self.eps)
@@ -279,6 +287,20 @@ class BatchNorm1d(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.weight is not None}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of ``(N, C)`` or ``(N, C, L)`` input, as ``torch.nn.BatchNorm1d``:
+    statistics over N (and L)."""
+
+    input_layouts = {2: "(N, C)", 3: "(N, C, L)"}
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of images ``(N, C, H, W)``, as ``torch.nn.BatchNorm2d``: each channel's
+    statistics over N, H and W."""
+
+    input_layouts = {4: "(N, C, H, W)"}
 
 
 # --------------------------------------------------------------------------------- Dropout
@@ -397,6 +419,27 @@ class Softplus(Module):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class ReLU6(Module):
+    """min(max(x, 0), 6)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu6(x)
+
+
+class Hardswish(Module):
+    """x · relu6(x + 3) / 6."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardswish(x)
+
+
+class Mish(Module):
+    """x · tanh(softplus(x))."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.mish(x)
 
 
 class SiLU(Module):

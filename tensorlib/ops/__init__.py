@@ -7,14 +7,18 @@ compute the same thing exists, a subclass of the op registered with ``register_k
 
 from tensorlib.ops.arithmetic import Add, Cast, Div, Maximum, Mul, Neg, Pow, PowScalar, Sub
 from tensorlib.ops.attention import CausalAttention
+from tensorlib.ops.convolution import AvgPool, Convolution, Fold, MaxPool, Pad, Unfold
 from tensorlib.ops.elementwise import (
     Abs,
     Dropout,
     Exp,
     Gelu,
+    Hardswish,
     LeakyRelu,
     Log,
+    Mish,
     Relu,
+    Relu6,
     Sigmoid,
     Sign,
     Silu,
@@ -45,10 +49,12 @@ from tensorlib.ops.shape import (
 from tensorlib.ops.softmax import LogSoftmax, Softmax
 
 __all__ = [
-    "Abs", "Add", "BatchNorm", "Cast", "CausalAttention", "Clone", "Concat", "CrossEntropy", "Div",
-    "Dropout", "Embedding", "Exp", "Expand", "Gather", "Gelu", "GetItem", "IndexPut", "LayerNorm",
-    "LeakyRelu", "Linear", "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max",
-    "Maximum", "Mean", "Mul", "Neg", "Permute", "Pow", "PowScalar", "Relu", "Reshape", "Sigmoid",
-    "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std", "Sub", "Sum", "Tanh", "Var", "Where",
+    "Abs", "Add", "AvgPool", "BatchNorm", "Cast", "CausalAttention", "Clone", "Concat",
+    "Convolution", "CrossEntropy", "Div", "Dropout", "Embedding", "Exp", "Expand", "Fold",
+    "Gather", "Gelu", "GetItem", "Hardswish", "IndexPut", "LayerNorm", "LeakyRelu", "Linear",
+    "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "MaxPool", "Maximum",
+    "Mean", "Mish", "Mul", "Neg", "Pad", "Permute", "Pow", "PowScalar", "Relu", "Relu6",
+    "Reshape", "Sigmoid", "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std", "Sub", "Sum",
+    "Tanh", "Unfold", "Var", "Where",
     "is_advanced_index", "normalize_index", "views_of"
 ]

@@ -199,6 +199,61 @@ class Silu(Function):
             return grad * (s * (1.0 + a * (1.0 - s)))
 
 
+class Relu6(Function):
+    """min(max(x, 0), 6); slope 1 strictly between 0 and 6, 0 elsewhere (at 0 and 6 too,
+    as PyTorch's hardtanh)."""
+
+    op_name = "relu6"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        ctx.save_for_backward(a)
+        return array_module(a).clip(a, 0, 6)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (a,) = ctx.saved_tensors
+        return grad * ((a > 0) & (a < 6))
+
+
+class Hardswish(Function):
+    """x · relu6(x + 3) / 6: 0 below -3, x above 3, x(x + 3)/6 between. Slope: 0 up to -3,
+    x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch's values at the two joints)."""
+
+    op_name = "hardswish"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        ctx.save_for_backward(a)
+        return a * array_module(a).clip(a + 3, 0, 6) / 6
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (a,) = ctx.saved_tensors
+        xp = array_module(a)
+        slope = xp.where(a <= -3, 0, xp.where(a < 3, a / 3 + 0.5, 1)).astype(a.dtype)
+        return grad * slope
+
+
+class Mish(Function):
+    """x · tanh(softplus(x)), softplus(x) = log(1 + eˣ); with t = tanh(softplus(x)) the slope
+    is t + x · sigmoid(x) · (1 - t²)."""
+
+    op_name = "mish"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any) -> Any:
+        xp = array_module(a)
+        t = xp.tanh(xp.logaddexp(0, a))     # logaddexp(0, x) = log(1 + eˣ) without overflow
+        ctx.save_for_backward(a, t)
+        return a * t
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        a, t = ctx.saved_tensors
+        return grad * (t + a * _sigmoid(a) * (1 - t * t))
+
+
 class Sign(Function):
     """-1, 0 or +1 elementwise. Piecewise constant: its gradient is 0 everywhere (PyTorch's
     choice at the jumps too), so nothing upstream of a sign learns through it."""

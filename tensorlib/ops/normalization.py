@@ -77,8 +77,9 @@ class LayerNorm(Function):
 
 class BatchNorm(Function):
     """y = x̂ · weight + bias with x̂ = (x - mean) / sqrt(var + eps), the mean and the biased
-    variance taken per channel over the batch: x (N, C) over axis 0, x (N, C, L) over axes 0
-    and 2 (M = N or N·L values per channel). ``weight`` and ``bias`` are (C,).
+    variance taken per channel over every axis but the channels': x (N, C) over axis 0,
+    x (N, C, L) over 0 and 2, x (N, C, H, W) over 0, 2 and 3 (M = N, N·L or N·H·W values
+    per channel). ``weight`` and ``bias`` are (C,).
 
     With r = 1/sqrt(var + eps) and g = dy ⊙ weight, means over the same axes, the backward is
     dx = r · (g - mean(g) - x̂ · mean(g ⊙ x̂)), dweight = Σ dy ⊙ x̂, dbias = Σ dy. ``weight``
@@ -90,8 +91,8 @@ class BatchNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
         xp = array_module(x)
-        axes = (0,) if x.ndim == 2 else (0, 2)            # every axis but the channels'
-        channel_shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+        axes = (0, *range(2, x.ndim))                     # every axis but the channels'
+        channel_shape = (1, -1) + (1,) * (x.ndim - 2)     # (C,) broadcast along them
         weight = None if weight is None else weight.reshape(channel_shape)
         bias = None if bias is None else bias.reshape(channel_shape)
         centred = x - x.mean(axis=axes, keepdims=True)

@@ -385,3 +385,28 @@ def test_data_package_never_uses_numpy_random():
     package = Path(__file__).resolve().parents[1] / "tensorlib" / "data"
     for source in package.glob("*.py"):
         assert "np.random" not in source.read_text(), source.name
+
+
+def test_digits_are_scikit_learns_8x8_images_scaled_to_0_1():
+    from tensorlib.data import digits
+
+    images, labels = digits()
+    assert images.shape == (1797, 8, 8) and images.dtype == np.float32
+    assert labels.shape == (1797,) and labels.dtype == np.int64
+    assert images.min() == 0.0 and images.max() == 1.0
+    assert np.all((images * 16) == np.round(images * 16))  # counts 0..16
+    assert np.bincount(labels).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+    images[0] = 5.0  # each call returns new arrays
+    assert digits()[0][0].max() <= 1.0
+
+
+def test_shift_images_moves_pixels_and_fills_zeros():
+    from tensorlib.data import shift_images
+
+    image = np.arange(1.0, 10.0).reshape(3, 3)
+    np.testing.assert_array_equal(shift_images(image, 1, -1),
+                                  [[0, 0, 0], [2, 3, 0], [5, 6, 0]])
+    np.testing.assert_array_equal(shift_images(image[None], 0, 0)[0], image)
+    assert not shift_images(image, 3, 0).any()
+    with pytest.raises(ValueError, match="down must be an integer in"):
+        shift_images(image, 4, 0)

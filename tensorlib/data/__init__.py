@@ -1,7 +1,9 @@
-"""Data for tensorlib: census name lists, a character tokenizer, batching, toy 2-D sets."""
+"""Data for tensorlib: census name lists, a character tokenizer, batching, toy 2-D sets, and
+handwritten digits (8×8 images)."""
 
 from tensorlib.data.batching import batches, random_batch, train_validation_test_split
 from tensorlib.data.census import NAME_KINDS, names
+from tensorlib.data.digits import digits, shift_images
 from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
 from tensorlib.data.tokenizer import CharTokenizer, context_target_pairs, sequence_targets
 
@@ -10,6 +12,7 @@ __all__ = [
     "CharTokenizer",
     "batches",
     "context_target_pairs",
+    "digits",
     "make_blobs",
     "make_circles",
     "make_moons",
@@ -17,5 +20,6 @@ __all__ = [
     "names",
     "random_batch",
     "sequence_targets",
+    "shift_images",
     "train_validation_test_split",
 ]

@@ -64,6 +64,7 @@ gather = _method_as_function("gather")
 clone = _method_as_function("clone")
 numel = _method_as_function("numel")
 pow = _method_as_function("pow")
+histogram = _method_as_function("histogram")
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -72,7 +73,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 __all__ = [
     "abs", "all", "amax", "amin", "any", "argmax", "argmin", "clone", "exp", "flatten",
-    "gather", "log", "log10", "log_softmax", "logsumexp", "matmul", "max", "mean", "min",
+    "gather", "histogram", "log", "log10", "log_softmax", "logsumexp", "matmul", "max", "mean",
+    "min",
     "numel", "permute", "pow", "relu", "reshape", "sigmoid", "sign", "softmax", "sqrt", "squeeze",
     "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var",
 ]

@@ -840,6 +840,27 @@ class Tensor:
         dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
         return Tensor._from_array(np.asarray(self._data).any(axis=dims, keepdims=keep))
 
+    def histogram(self, bins: int | Tensor = 100, *, range: tuple[float, float] | None = None,
+                  weight: Tensor | None = None, density: bool = False) -> Histogram:
+        """The named pair ``(hist, bin_edges)`` of ``numpy.histogram``, as float tensors of
+        this tensor's dtype: ``bins`` equal bins over ``range`` (default: the smallest to the
+        largest value), or the edges given as a 1-D tensor; each bin holds its left edge,
+        the last its right edge too. ``weight`` (this tensor's shape) counts each value as
+        its weight; ``density`` divides by the total and the bin widths. Not
+        differentiable."""
+        if not _is_floating(self.dtype):
+            raise TypeError(f"histogram takes a floating-point tensor, got dtype {self.dtype}")
+        edges = bins._data if isinstance(bins, Tensor) else validation.positive_integer(
+            bins, "histogram bins")
+        if weight is not None and (not isinstance(weight, Tensor) or weight.shape != self.shape):
+            raise ValueError(f"histogram weight must be a Tensor of shape {self.shape}, got "
+                             f"{getattr(weight, 'shape', type(weight).__name__)}")
+        counts, bin_edges = np.histogram(np.asarray(self._data), bins=edges, range=range,
+                                         density=density, weights=None if weight is None
+                                         else np.asarray(weight._data))
+        return Histogram(Tensor._from_array(counts.astype(self.dtype)),
+                         Tensor._from_array(bin_edges.astype(self.dtype)))
+
     def softmax(self, dim: int = -1, *, axis: int | None = None) -> Tensor:
         return ops.Softmax.apply(_floating(self), axis=_one_dim(self, dim, axis, "softmax"))
 
@@ -1101,6 +1122,14 @@ class MaxMin(NamedTuple):
 
     values: Tensor
     indices: Tensor
+
+
+class Histogram(NamedTuple):
+    """What ``x.histogram(bins)`` returns, as PyTorch's named pair: the counts per bin and
+    the bins' edges (one more than the counts)."""
+
+    hist: Tensor
+    bin_edges: Tensor
 
 
 def _floating(t: Tensor) -> Tensor:

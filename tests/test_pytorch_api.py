@@ -220,6 +220,32 @@ def test_predicates_factories_and_one_hot_agree_with_pytorch():
     same(tl.zeros_like(x, dtype=tl.int64), torch.zeros_like(y, dtype=torch.int64))
 
 
+def test_histogram_is_numpys_as_a_named_pair():
+    x = tl.tensor([0.5, 1.5, 1.5, 2.0, 3.0, 9.0])
+    hist, edges = tl.histogram(x, bins=4)
+    assert isinstance(hist, tl.Tensor) and hist.dtype == np.float32
+    expected = np.histogram(x.numpy(), bins=4)
+    np.testing.assert_array_equal(hist.numpy(), expected[0])
+    np.testing.assert_allclose(x.histogram(4).bin_edges.numpy(), expected[1], rtol=1e-6)
+    density = x.histogram(3, range=(0.0, 3.0), density=True).hist
+    np.testing.assert_allclose(density.numpy(), np.histogram(x.numpy(), 3, (0, 3),
+                                                             density=True)[0], rtol=1e-6)
+    with pytest.raises(TypeError, match="floating-point"):
+        tl.histogram(tl.tensor([1, 2]))
+
+
+@needs_torch
+def test_histogram_agrees_with_pytorch():
+    data = np.random.default_rng(0).standard_normal(200).astype(np.float32)
+    for kwargs in ({"bins": 10}, {"bins": 5, "range": (-1.0, 1.0)},
+                   {"bins": 7, "density": True}):
+        ours_, theirs_ = tl.histogram(tl.tensor(data), **kwargs), torch.histogram(
+            torch.tensor(data), **kwargs)
+        np.testing.assert_allclose(ours_.hist.numpy(), theirs_.hist.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(ours_.bin_edges.numpy(), theirs_.bin_edges.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
 def test_one_hot_refuses_what_pytorch_refuses():
     with pytest.raises(TypeError, match="integer"):
         F.one_hot(tl.tensor([1.0, 2.0]), 3)

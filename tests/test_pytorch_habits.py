@@ -4,9 +4,9 @@ by item assignment, a seeded generator, ``multinomial`` sampling, ``one_hot``,
 ``F.cross_entropy``, manual update loops (through ``.data`` and ``.grad``, and in place
 under ``no_grad``), reductions with ``dim`` and ``keepdim``, ``var``/``std`` with PyTorch's
 defaults, ``max(dim)``'s named pair, a backward pass written by hand with ``-=`` and ``+=``
-into slices, and the update-to-data ratio statistic. The programs take the library as an
-argument, so the same code runs on tensorlib (always) and on PyTorch (where it is
-installed), and their numbers are compared to float32 rounding. Random draws come from
+into slices, the update-to-data ratio statistic and an activations histogram. The programs
+take the library as an argument, so the same code runs on tensorlib (always) and on PyTorch
+(where it is installed), and their numbers are compared to float32 rounding. Random draws come from
 tensorlib's splitmix64 generator in both runs (PyTorch's generator gives other numbers by
 design): the programs that draw are run on tensorlib only.
 """
@@ -118,6 +118,9 @@ def mlp_program(torch, F, Xb, Yb, params0, steps=3, lr=0.1):
                 p += -lr * p.grad
         out["losses"].append(loss.item())
     out["saturated"] = (h.abs() > 0.99).float().mean().item()
+    hy, hx = torch.histogram(h, density=True)  # the activations' histogram, to plot
+    out["histogram_edges"] = hx
+    out["histogram_area"] = (hy * (hx[1:] - hx[:-1])).sum().item()
     out["var_unbiased"] = hpreact.var(0, keepdim=True)
     out["var_biased"] = hpreact.var(0, keepdim=True, unbiased=False)
     out["max"] = logits.max(1)
@@ -234,6 +237,8 @@ def test_mlp_statistics_and_named_pairs():
     ratio = out["var_unbiased"] / out["var_biased"]
     assert torch.allclose(ratio, torch.full((1, 32), 16 / 15))
     assert torch.allclose(out["log_softmax_rows"], torch.ones(16), atol=1e-5)
+    assert out["histogram_edges"].shape == (101,)
+    assert out["histogram_area"] == pytest.approx(1.0, rel=1e-5)
 
 
 def test_manual_backward_matches_autograd():

@@ -108,20 +108,28 @@ def torch_step(model: Any, optimizer: Any, batches: list[tuple]) -> Callable[[],
 
 
 def training_step(library: str, kind: str, batch: int) -> Callable[[], float]:
-    """A fresh training step of one library: ``kind`` "decoder" or "mlp", the same initial
-    weights (tensorlib's, copied into the torch twin) and batches for both."""
+    """A fresh training step of one library: ``kind`` "decoder", "mlp", "cnn8" or "cnn28",
+    the same initial weights (tensorlib's, copied into the torch twin) and batches for both."""
     if kind == "decoder":
         config = twins.decoder_config()
         model = twins.make_decoder(config)
         batches = twins.token_batches(batch, config.context_length, 4)
+    elif kind.startswith("cnn"):
+        size = int(kind[3:])
+        model = twins.CNNClassifier(size)
+        batches = twins.image_batches(batch, size, 4)
     else:
         model = twins.MLPLanguageModel()
         batches = twins.mlp_batches(batch, model.context, 4)
     if library == "tensorlib":
         return tensorlib_step(model, AdamW(model, lr=LEARNING_RATE,
                                            weight_decay=WEIGHT_DECAY), batches)
-    twin = (twins.torch_decoder_class()(config) if kind == "decoder"
-            else twins.torch_mlp_class()())
+    if kind == "decoder":
+        twin = twins.torch_decoder_class()(config)
+    elif kind.startswith("cnn"):
+        twin = twins.torch_cnn_class()(size)
+    else:
+        twin = twins.torch_mlp_class()()
     twins.copy_weights_to_torch(model, twin)
     optimizer = torch.optim.AdamW(twin.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
     return torch_step(twin, optimizer, batches)
@@ -192,12 +200,13 @@ def products_step(library: str, batch: int = 12) -> Callable[[], Any]:
     return step
 
 
-TRAINING_CASES = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32)}
+TRAINING_CASES = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32),
+                  "g": ("cnn8", 64), "h": ("cnn28", 32)}
 NEW_TOKENS = 63
 
 
 def time_library(library: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Every asked-for timing case ((a)-(d), (f)) of one library, in this process alone."""
+    """Every asked-for timing case ((a)-(d), (f)-(h)) of one library, in this process alone."""
     results = {}
     for case in args.cases:
         if case in TRAINING_CASES:

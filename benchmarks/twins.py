@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import tensorlib as tl
-from tensorlib.nn import Decoder, DecoderConfig, Embedding, Linear, Module
+from tensorlib.nn import Conv2d, Decoder, DecoderConfig, Embedding, Linear, MaxPool2d, Module
 from tensorlib.nn import functional as F
 
 try:
@@ -74,6 +74,34 @@ def mlp_batches(batch: int, context: int, count: int, seed: int = 0) -> list[tup
         ids = rng.integers(0, VOCABULARY, size=(batch, context + 1)).astype(np.int64)
         out.append((ids[:, :-1].copy(), ids[:, -1].copy()))
     return out
+
+
+class CNNClassifier(Module):
+    """Cases (g)/(h)'s model: ``images (B, 1, S, S)`` → conv 3×3 (16) → relu → max-pool 2 →
+    conv 3×3 (32) → relu → max-pool 2 → ``Linear`` to 10 logits (S = 8 or 28)."""
+
+    def __init__(self, size: int, seed: int = 0):
+        super().__init__()
+        rng = Rng(seed)
+        self.first = Conv2d(1, 16, 3, padding=1, rng=rng)
+        self.second = Conv2d(16, 32, 3, padding=1, rng=rng)
+        self.pool = MaxPool2d(2)
+        self.output = Linear(32 * (size // 4) ** 2, 10, rng=rng)
+
+    def forward(self, images: tl.Tensor) -> tl.Tensor:
+        x = self.pool(self.first(images).relu())                     # (B, 16, S/2, S/2)
+        x = self.pool(self.second(x).relu())                          # (B, 32, S/4, S/4)
+        return self.output(x.flatten(1))
+
+    def loss(self, images: Any, labels: Any) -> tl.Tensor:
+        return F.cross_entropy(self.forward(tl.tensor(images)), labels)
+
+
+def image_batches(batch: int, size: int, count: int, seed: int = 0) -> list[tuple]:
+    """``count`` (images (batch, 1, size, size) float32, labels (batch,)) pairs."""
+    rng = Rng(seed)
+    return [(rng.normal(size=(batch, 1, size, size), dtype=np.float32),
+             rng.integers(0, 10, size=(batch,)).astype(np.int64)) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------------- torch side
@@ -213,6 +241,30 @@ def torch_mlp_class() -> type:
             return tf.cross_entropy(self.forward(ids), targets)
 
     return TorchMLPLanguageModel
+
+
+def torch_cnn_class() -> type:
+    import torch
+    from torch import nn
+    from torch.nn import functional as tf
+
+    class TorchCNNClassifier(nn.Module):
+        def __init__(self, size: int):
+            super().__init__()
+            self.first = nn.Conv2d(1, 16, 3, padding=1)
+            self.second = nn.Conv2d(16, 32, 3, padding=1)
+            self.pool = nn.MaxPool2d(2)
+            self.output = nn.Linear(32 * (size // 4) ** 2, 10)
+
+        def forward(self, images: Any) -> Any:
+            x = self.pool(torch.relu(self.first(images)))
+            x = self.pool(torch.relu(self.second(x)))
+            return self.output(x.flatten(1))
+
+        def loss(self, images: Any, labels: Any) -> Any:
+            return tf.cross_entropy(self.forward(images), labels)
+
+    return TorchCNNClassifier
 
 
 def copy_weights_to_torch(source: Module, target: Any) -> None:

@@ -1,21 +1,28 @@
-"""Convolution, pooling, padding, unfold and fold: sliding windows as a strided view.
+"""Convolution, pooling, unfold, fold and padding: sliding windows, read as strided views.
 
-Every op here reads its input through one view, ``sliding_windows``: for an input
-``x (N, C, *S)`` it is ``(N, C, *P, *K)`` with
+A window of ``x (N, C, *S)`` at output position p (a tuple, one index per spatial axis) holds
 
-    windows[n, c, p, k] = x[n, c, p·stride + k·dilation]        (p, k: tuples of spatial indices)
+    x[n, c, p·stride + k·dilation]          for each kernel offset k (a tuple too)
 
-no copy. A convolution is then one matrix product of the windows with the weight; a pooling
-is a reduction over the kernel axes. The backward of "read the windows" is "add each window's
-gradient back where it was read": ``windows_summed``, a scatter-add, one strided slice-add
-per kernel offset (K of them, not one per output position). Padding is zeros (convolution,
-average pooling) or -inf (max pooling) around the spatial axes.
+For one kernel offset k, those entries over every position p are one strided slice of x
+(``window_slice``). The ops read windows two ways:
+
+- all at once, as the view ``sliding_windows(x)`` of shape ``(N, C, *K, *P)``, no copy: a
+  convolution copies it once into columns (im2col) and multiplies them with the weight, one
+  matrix product;
+- one kernel offset at a time: a pooling compares or adds the K slices (a loop over the K
+  offsets, 4 for a 2×2 window, never over positions), and the backward of reading windows,
+  ``windows_summed``, adds each offset's gradient back onto its slice (a scatter-add, col2im).
+
+Padding is zeros (convolution, average pooling, unfold) or -inf (max pooling) around the
+spatial axes.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from tensorlib.autograd import Context
@@ -23,45 +30,55 @@ from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 
 __all__ = ["AvgPool", "Convolution", "Fold", "MaxPool", "Pad", "Unfold",
-           "sliding_windows", "window_count", "windows_summed"]
+           "sliding_windows", "window_count", "window_slice", "windows_summed"]
 
 
-# ------------------------------------------------------------------------- the windows view
+# ----------------------------------------------------------------------------- the windows
 def window_count(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
     """How many windows fit along one axis: ⌊(size + 2·padding - dilation·(kernel-1) - 1)
     / stride⌋ + 1."""
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def _offsets(kernel: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Every kernel offset k, row-major: (0, 0), (0, 1), ... for a 2-D kernel."""
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def window_slice(offset: tuple[int, ...], positions: tuple[int, ...], stride: tuple[int, ...],
+                 dilation: tuple[int, ...]) -> tuple[Any, ...]:
+    """The index of x[..., p·stride + offset·dilation] over all positions p: one strided
+    slice per spatial axis, giving ``(N, C, *P)``."""
+    return (Ellipsis, *(slice(k * d, k * d + s * (p - 1) + 1, s)
+                        for k, p, s, d in zip(offset, positions, stride, dilation, strict=True)))
+
+
 def sliding_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                     dilation: tuple[int, ...]) -> Any:
-    """The read-only view ``(N, C, *P, *K)`` of ``x (N, C, *S)``: windows[n, c, p, k] =
+    """The read-only view ``(N, C, *K, *P)`` of ``x (N, C, *S)``: windows[n, c, k, p] =
     x[n, c, p·stride + k·dilation], with P the number of windows along each spatial axis."""
     xp = array_module(x)
-    spatial = x.shape[2:]
-    positions = tuple(window_count(size, k, s, 0, d)
-                      for size, k, s, d in zip(spatial, kernel, stride, dilation, strict=True))
+    positions = tuple(window_count(size, k, s, 0, d) for size, k, s, d
+                      in zip(x.shape[2:], kernel, stride, dilation, strict=True))
     steps = x.strides[2:]
-    shape = x.shape[:2] + positions + tuple(kernel)
-    strides = (x.strides[:2] + tuple(step * s for step, s in zip(steps, stride, strict=True))
-               + tuple(step * d for step, d in zip(steps, dilation, strict=True)))
-    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides, writeable=False)
+    strides = (x.strides[:2] + tuple(step * d for step, d in zip(steps, dilation, strict=True))
+               + tuple(step * s for step, s in zip(steps, stride, strict=True)))
+    return xp.lib.stride_tricks.as_strided(x, shape=x.shape[:2] + tuple(kernel) + positions,
+                                           strides=strides, writeable=False)
 
 
 def windows_summed(windows: Any, spatial: tuple[int, ...], stride: tuple[int, ...],
                    dilation: tuple[int, ...]) -> Any:
     """The adjoint of ``sliding_windows``: a new ``(N, C, *spatial)`` array where each entry
-    of ``windows (N, C, *P, *K)`` is added at the place it was read from. Entries read by
+    of ``windows (N, C, *K, *P)`` is added at the place it was read from. Entries read by
     several windows (overlapping windows) sum; entries no window read stay 0."""
     xp = array_module(windows)
     dims = len(spatial)
-    positions, kernel = windows.shape[2:2 + dims], windows.shape[2 + dims:]
+    kernel, positions = windows.shape[2:2 + dims], windows.shape[2 + dims:]
     out = xp.zeros(windows.shape[:2] + tuple(spatial), dtype=windows.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):  # K offsets, e.g. 9 for 3×3
-        # every window's entry at this kernel offset, (N, C, *P), lands on a strided slice
-        target = tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
-                       for k, d, s, p in zip(offset, dilation, stride, positions, strict=True))
-        out[(Ellipsis, *target)] += windows[(Ellipsis, *offset)]
+    for offset in _offsets(kernel):  # K offsets, e.g. 9 for 3×3: each (N, C, *P) onto a slice
+        out[window_slice(offset, positions, stride, dilation)] += windows[(Ellipsis, *offset,
+                                                                           *[slice(None)] * dims)]
     return out
 
 
@@ -99,9 +116,10 @@ class Convolution(Function):
     or None, output ``(N, O, *P)``; ``groups`` G splits the channels into G independent
     convolutions (output channel o belongs to group g = o // (O/G)). 1-D and 2-D alike.
 
-    As matrices, per group: the windows copied once into columns ``(N·P, C/G·K)`` (im2col),
-    y = columns · Wᵀ. Backward: dW = dyᵀ · columns, d(columns) = dy · W, dx = the windows'
-    scatter-add of d(columns) (col2im), db = Σ dy over batch and positions.
+    As matrices, per image and group: the windows copied once into columns ``(C/G·K, P)``
+    (im2col), y = W · columns with W ``(O/G, C/G·K)``. Backward: dW = Σ_n dy · columnsᵀ,
+    d(columns) = Wᵀ · dy, dx = the windows' scatter-add of d(columns) (col2im), db = Σ dy
+    over images and positions.
     """
 
     op_name = "conv"
@@ -109,86 +127,54 @@ class Convolution(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, stride: tuple[int, ...],
                 padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Any:
-        batch, channels = x.shape[:2]
-        out_channels, kernel = weight.shape[0], weight.shape[2:]
+        batch = x.shape[0]
+        out_channels, kernel = weight.shape[0], tuple(weight.shape[2:])
         padded = _padded(x, padding, 0.0)
-        windows = sliding_windows(padded, kernel, stride, dilation)     # (N, C, *P, *K)
-        positions = windows.shape[2:2 + len(kernel)]
-        columns = _columns(windows, groups)                            # (G, N·P, C/G·K)
+        windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *K, *P)
+        positions = windows.shape[2 + len(kernel):]
+        columns = _copied(windows, (batch, groups, -1, math.prod(positions)))  # (N, G, C/G·K, P)
         filters = weight.reshape(groups, out_channels // groups, -1)   # (G, O/G, C/G·K)
-        out = columns @ filters.transpose(0, 2, 1)                     # (G, N·P, O/G)
-        out = _channels_first(out, batch, positions)                   # (N, O, *P)
+        out = (filters @ columns).reshape((batch, out_channels) + positions)  # (N, O, *P)
         if bias is not None:
             out += bias.reshape((-1,) + (1,) * len(kernel))
         wants_x, wants_weight = ctx.needs_input_grad[:2]
         ctx.save_for_backward(columns if wants_weight else None, weight if wants_x else None)
-        ctx.kernel = kernel
-        ctx.geometry = (x.shape, padded.shape[2:], positions, stride, padding, dilation, groups)
+        ctx.geometry = (x.shape, padded.shape[2:], kernel, positions, stride, padding,
+                        dilation, groups)
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         columns, weight = ctx.saved_tensors
-        x_shape, padded_spatial, positions, stride, padding, dilation, groups = ctx.geometry
+        x_shape, padded_spatial, kernel, positions, stride, padding, dilation, groups = \
+            ctx.geometry
         wants_x, wants_weight, wants_bias = ctx.needs_input_grad
         batch, out_channels = grad.shape[:2]
-        # dy as rows of positions, per group: (G, N·P, O/G)
-        rows = grad.reshape(batch, groups, out_channels // groups, -1).transpose(1, 0, 3, 2)
-        rows = rows.reshape(groups, -1, out_channels // groups)
+        rows = grad.reshape(batch, groups, out_channels // groups, -1)  # (N, G, O/G, P)
         dweight = dx = dbias = None
-        kernel = ctx.kernel
-        if wants_weight:  # (G, O/G, C/G·K) -> (O, C/G, *K)
-            dweight = (rows.transpose(0, 2, 1) @ columns).reshape((out_channels, -1) + kernel)
+        if wants_weight:  # Σ over images of (G, O/G, P) · (G, P, C/G·K), as (O, C/G, *K)
+            dweight = (rows @ columns.swapaxes(-1, -2)).sum(axis=0).reshape(
+                (out_channels, -1) + kernel)
         if wants_x:
             filters = weight.reshape(groups, out_channels // groups, -1)   # (G, O/G, C/G·K)
-            dcolumns = rows @ filters                                      # (G, N·P, C/G·K)
-            dwindows = _windows_of(dcolumns, batch, x_shape[1], positions, kernel)
-            dpadded = windows_summed(dwindows, padded_spatial, stride, dilation)
-            dx = dpadded[_interior(x_shape[2:], padding)]
+            dcolumns = filters.swapaxes(-1, -2) @ rows                     # (N, G, C/G·K, P)
+            dwindows = dcolumns.reshape(x_shape[:2] + kernel + positions)  # (N, C, *K, *P)
+            dx = windows_summed(dwindows, padded_spatial, stride, dilation)[
+                _interior(x_shape[2:], padding)]
         if wants_bias:
             dbias = grad.sum(axis=(0, *range(2, grad.ndim)))
         return dx, dweight, dbias
-
-
-def _columns(windows: Any, groups: int) -> Any:
-    """Windows ``(N, C, *P, *K)`` copied into the columns ``(G, N·P, C/G·K)``: one row per
-    (image, position), the window's values of one group's channels along it (im2col)."""
-    batch, channels = windows.shape[:2]
-    dims = (windows.ndim - 2) // 2
-    split = windows.reshape((batch, groups, channels // groups) + windows.shape[2:])
-    # (N, G, C/G, *P, *K) -> (G, N, *P, C/G, *K)
-    order = (1, 0, *range(3, 3 + dims), 2, *range(3 + dims, 3 + 2 * dims))
-    return _copied(split.transpose(order),
-                   (groups, batch * math.prod(windows.shape[2:2 + dims]), -1))
-
-
-def _windows_of(columns: Any, batch: int, channels: int, positions: tuple[int, ...],
-                kernel: tuple[int, ...]) -> Any:
-    """The inverse arrangement of ``_columns``: ``(G, N·P, C/G·K)`` back to ``(N, C, *P, *K)``."""
-    groups, dims = columns.shape[0], len(kernel)
-    split = columns.reshape((groups, batch) + tuple(positions) + (channels // groups,)
-                            + tuple(kernel))
-    # (G, N, *P, C/G, *K) -> (N, G, C/G, *P, *K)
-    order = (1, 0, 2 + dims, *range(2, 2 + dims), *range(3 + dims, 3 + 2 * dims))
-    return split.transpose(order).reshape((batch, channels) + tuple(positions) + tuple(kernel))
-
-
-def _channels_first(out: Any, batch: int, positions: tuple[int, ...]) -> Any:
-    """The product ``(G, N·P, O/G)`` as the output ``(N, O, *P)`` (a new array)."""
-    groups, _, per_group = out.shape
-    split = out.reshape((groups, batch) + tuple(positions) + (per_group,))
-    dims = len(positions)
-    order = (1, 0, 2 + dims, *range(2, 2 + dims))  # (N, G, O/G, *P)
-    return split.transpose(order).reshape((batch, groups * per_group) + tuple(positions))
 
 
 # ---------------------------------------------------------------------------------- pooling
 class MaxPool(Function):
     """y[n, c, p] = max_k x̃[n, c, p·stride + k·dilation], x̃ padded with -inf; 1-D and 2-D.
 
-    Backward: each output's gradient goes to the input it took its value from (the first
-    maximum of its window, in the window's row-major order, as PyTorch picks), summed where
-    overlapping windows took the same input.
+    The forward walks the K kernel offsets, keeping each window's running maximum and which
+    offset gave it: a later entry wins only when strictly greater, so a tie goes to the first
+    maximum in the window's row-major order, and a window holding NaN gives NaN, its last
+    NaN taking the gradient, as in PyTorch. Backward: each output's gradient goes to that
+    entry, summed where overlapping windows chose the same one.
     """
 
     op_name = "max_pool"
@@ -198,30 +184,46 @@ class MaxPool(Function):
                 padding: tuple[int, ...], dilation: tuple[int, ...]) -> Any:
         xp = array_module(x)
         padded = _padded(x, padding, -math.inf)
-        windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *P, *K)
-        flat = windows.reshape(windows.shape[:-len(kernel)] + (-1,))    # (N, C, *P, K)
-        chosen = flat.argmax(axis=-1)[..., None]                        # (N, C, *P, 1)
+        positions = tuple(window_count(size, k, s, 0, d) for size, k, s, d
+                          in zip(padded.shape[2:], kernel, stride, dilation, strict=True))
+        slices = [window_slice(offset, positions, stride, dilation)
+                  for offset in _offsets(kernel)]                 # one per kernel offset
+        best = padded[slices[0]].copy()                                  # (N, C, *P)
+        chosen = xp.zeros(best.shape, dtype=xp.int8 if len(slices) < 128 else xp.int32)
+        better = xp.empty(best.shape, dtype=bool)
+        for index, where in enumerate(slices[1:], start=1):
+            entries = padded[where]
+            xp.greater(entries, best, out=better)
+            xp.maximum(best, entries, out=best)           # a NaN entry makes the maximum NaN
+            xp.putmask(chosen, better, index)
+        if xp.isnan(best).any():  # a NaN's gradient goes to the last NaN of its window, as
+            for index, where in enumerate(slices):          # in PyTorch
+                xp.putmask(chosen, xp.isnan(padded[where]), index)
         ctx.chosen = chosen
-        ctx.geometry = (x.shape, padded.shape[2:], kernel, stride, padding, dilation)
-        return xp.take_along_axis(flat, chosen, axis=-1)[..., 0]
+        ctx.geometry = (x.shape, padded.shape[2:], kernel, positions, stride, padding, dilation)
+        return best
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         xp = array_module(grad)
-        x_shape, padded_spatial, kernel, stride, padding, dilation = ctx.geometry
-        routed = xp.zeros(grad.shape + (math.prod(kernel),), dtype=grad.dtype)  # (N, C, *P, K)
-        xp.put_along_axis(routed, ctx.chosen, grad[..., None], axis=-1)
-        dwindows = routed.reshape(grad.shape + tuple(kernel))
-        return windows_summed(dwindows, padded_spatial, stride, dilation)[
-            _interior(x_shape[2:], padding)]
+        x_shape, padded_spatial, kernel, positions, stride, padding, dilation = ctx.geometry
+        dpadded = xp.zeros(x_shape[:2] + padded_spatial, dtype=grad.dtype)
+        overlapping = any(s < d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation,
+                                                                  strict=True))
+        for index, offset in enumerate(_offsets(kernel)):
+            target = dpadded[window_slice(offset, positions, stride, dilation)]  # (N, C, *P)
+            if overlapping:  # an entry may be the maximum of several windows: add
+                target += grad * (ctx.chosen == index)
+            else:            # each entry is in one window at most: write
+                xp.multiply(grad, ctx.chosen == index, out=target)
+        return dpadded[_interior(x_shape[2:], padding)]
 
 
 class AvgPool(Function):
     """y[n, c, p] = Σ_k x̃[n, c, p·stride + k] / count[p], x̃ zero-padded; count is the
     kernel's size (``count_include_pad``) or the number of unpadded entries in the window.
 
-    Backward: each output's gradient / count, spread over its window (summed where windows
-    overlap).
+    Backward: each output's gradient / count, added to every entry of its window.
     """
 
     op_name = "avg_pool"
@@ -232,26 +234,30 @@ class AvgPool(Function):
         xp = array_module(x)
         dilation = (1,) * len(kernel)
         padded = _padded(x, padding, 0.0)
-        windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *P, *K)
-        kernel_axes = tuple(range(-len(kernel), 0))
+        positions = tuple(window_count(size, k, s, 0, 1) for size, k, s
+                          in zip(padded.shape[2:], kernel, stride, strict=True))
+        total = xp.zeros(x.shape[:2] + positions, dtype=x.dtype)
+        for offset in _offsets(kernel):
+            total += padded[window_slice(offset, positions, stride, dilation)]
         if count_include_pad or not any(padding):
             count = xp.asarray(math.prod(kernel), dtype=x.dtype)
         else:  # how many real entries each window holds: the same windows over a mask
             inside = _padded(xp.ones((1, 1) + x.shape[2:], dtype=x.dtype), padding, 0.0)
-            count = sliding_windows(inside, kernel, stride, dilation).sum(axis=kernel_axes)
+            count = sliding_windows(inside, kernel, stride, dilation).sum(
+                axis=tuple(range(2, 2 + len(kernel))))
         ctx.count = count
-        ctx.geometry = (x.shape, padded.shape[2:], kernel, stride, padding, dilation)
-        return windows.sum(axis=kernel_axes) / count
+        ctx.geometry = (x.shape, padded.shape[2:], kernel, positions, stride, padding)
+        return total / count
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         xp = array_module(grad)
-        x_shape, padded_spatial, kernel, stride, padding, dilation = ctx.geometry
+        x_shape, padded_spatial, kernel, positions, stride, padding = ctx.geometry
         share = grad / ctx.count                                              # (N, C, *P)
-        dwindows = xp.broadcast_to(share[(Ellipsis,) + (None,) * len(kernel)],
-                                   share.shape + tuple(kernel))              # (N, C, *P, *K)
-        return windows_summed(dwindows, padded_spatial, stride, dilation)[
-            _interior(x_shape[2:], padding)]
+        dpadded = xp.zeros(x_shape[:2] + padded_spatial, dtype=grad.dtype)
+        for offset in _offsets(kernel):
+            dpadded[window_slice(offset, positions, stride, (1,) * len(kernel))] += share
+        return dpadded[_interior(x_shape[2:], padding)]
 
 
 # ------------------------------------------------------------------------------ unfold, fold
@@ -267,15 +273,15 @@ class Unfold(Function):
     def forward(ctx: Context, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                 padding: tuple[int, ...], dilation: tuple[int, ...]) -> Any:
         padded = _padded(x, padding, 0.0)
-        windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *P, *K)
-        positions = windows.shape[2:2 + len(kernel)]
+        windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *K, *P)
+        positions = windows.shape[2 + len(kernel):]
         ctx.geometry = (x.shape, padded.shape[2:], positions, kernel, stride, padding, dilation)
-        return _window_columns(windows, len(kernel))
+        return _copied(windows, (x.shape[0], -1, math.prod(positions)))
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         x_shape, padded_spatial, positions, kernel, stride, padding, dilation = ctx.geometry
-        dwindows = _windows_of_columns(grad, positions, kernel)
+        dwindows = grad.reshape(x_shape[:2] + tuple(kernel) + tuple(positions))
         return windows_summed(dwindows, padded_spatial, stride, dilation)[
             _interior(x_shape[2:], padding)]
 
@@ -295,7 +301,7 @@ class Fold(Function):
         positions = tuple(window_count(s, k, st, 0, d) for s, k, st, d
                           in zip(padded_spatial, kernel, stride, dilation, strict=True))
         ctx.geometry = (kernel, stride, padding, dilation)
-        windows = _windows_of_columns(columns, positions, kernel)      # (N, C, *P, *K)
+        windows = columns.reshape((columns.shape[0], -1) + tuple(kernel) + positions)
         return windows_summed(windows, padded_spatial, stride, dilation)[
             _interior(tuple(output_size), padding)]
 
@@ -303,24 +309,7 @@ class Fold(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         kernel, stride, padding, dilation = ctx.geometry
         windows = sliding_windows(_padded(grad, padding, 0.0), kernel, stride, dilation)
-        return _window_columns(windows, len(kernel))
-
-
-def _window_columns(windows: Any, dims: int) -> Any:
-    """Windows ``(N, C, *P, *K)`` copied into ``(N, C·K, L)``."""
-    batch, channels = windows.shape[:2]
-    order = (0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims))  # (N, C, *K, *P)
-    return _copied(windows.transpose(order),
-                   (batch, -1, math.prod(windows.shape[2:2 + dims])))
-
-
-def _windows_of_columns(columns: Any, positions: tuple[int, ...],
-                        kernel: tuple[int, ...]) -> Any:
-    """``(N, C·K, L)`` viewed as windows ``(N, C, *P, *K)``."""
-    dims = len(kernel)
-    batch = columns.shape[0]
-    split = columns.reshape((batch, -1) + tuple(kernel) + tuple(positions))  # (N, C, *K, *P)
-    return split.transpose((0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims)))
+        return _copied(windows, (grad.shape[0], -1, math.prod(windows.shape[2 + len(kernel):])))
 
 
 # ---------------------------------------------------------------------------------- padding

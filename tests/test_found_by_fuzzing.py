@@ -273,3 +273,22 @@ def test_layer_norm_of_a_row_with_an_infinity_is_nan_quietly():
     y = F.layer_norm(x)  # RuntimeWarnings from tensorlib are errors in these tests
     y.sum().backward()
     assert np.isnan(y.data).all() and np.isnan(x.grad).all()
+
+
+def test_products_of_inf_and_zero_are_nan_without_a_warning():
+    """Found by the differential fuzzer: ``[-1.13, 0.] @ ones(2, 2) * -inf`` made numpy warn
+    "invalid value encountered in matmul" (an error under this project's warning filter);
+    PyTorch gives NaN quietly. The products of matmul, linear and convolution now do too."""
+    import warnings
+
+    inf = np.full((1, 2, 2), -np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vector = tl.tensor(np.array([-1.13, 0.0]), requires_grad=True)
+        out = vector @ tl.tensor(inf, requires_grad=True)
+        assert np.isnan(out.numpy()).all()
+        out.sum().backward()
+        linear = F.linear(tl.tensor([[0.0, 1.0]]), tl.tensor([[np.inf, 1.0]]))
+        assert np.isnan(linear.numpy()).all()
+        conv = F.conv1d(tl.tensor([[[0.0, 1.0]]]), tl.tensor([[[np.inf, 1.0]]]))
+        assert np.isnan(conv.numpy()).all()

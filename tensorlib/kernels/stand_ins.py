@@ -104,12 +104,14 @@ class SharedMatMulKernel(ops.MatMul):
         ops.matmul._check_matmul_shapes(a, b)
         wants_a, wants_b = ctx.needs_input_grad
         ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
-        return shared_matmul(a, b)
+        with ops.matmul.quiet_products(array_module(a)):
+            return shared_matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         a, b = ctx.saved_tensors
-        return shared_matmul_backward(a, b, grad, ctx.needs_input_grad)
+        with ops.matmul.quiet_products(array_module(grad)):
+            return shared_matmul_backward(a, b, grad, ctx.needs_input_grad)
 
 
 class GeluFloat32Kernel(ops.Gelu):

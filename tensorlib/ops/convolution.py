@@ -28,6 +28,7 @@ from typing import Any
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.ops.matmul import quiet_products
 
 __all__ = ["AvgPool", "Convolution", "Fold", "MaxPool", "Pad", "Unfold",
            "sliding_windows", "window_count", "window_slice", "windows_summed"]
@@ -134,7 +135,8 @@ class Convolution(Function):
         positions = windows.shape[2 + len(kernel):]
         columns = _copied(windows, (batch, groups, -1, math.prod(positions)))  # (N, G, C/G·K, P)
         filters = weight.reshape(groups, out_channels // groups, -1)   # (G, O/G, C/G·K)
-        out = (filters @ columns).reshape((batch, out_channels) + positions)  # (N, O, *P)
+        with quiet_products(array_module(x)):
+            out = (filters @ columns).reshape((batch, out_channels) + positions)  # (N, O, *P)
         if bias is not None:
             out += bias.reshape((-1,) + (1,) * len(kernel))
         wants_x, wants_weight = ctx.needs_input_grad[:2]
@@ -153,11 +155,13 @@ class Convolution(Function):
         rows = grad.reshape(batch, groups, out_channels // groups, -1)  # (N, G, O/G, P)
         dweight = dx = dbias = None
         if wants_weight:  # Σ over images of (G, O/G, P) · (G, P, C/G·K), as (O, C/G, *K)
-            dweight = (rows @ columns.swapaxes(-1, -2)).sum(axis=0).reshape(
-                (out_channels, -1) + kernel)
+            with quiet_products(array_module(grad)):
+                dweight = (rows @ columns.swapaxes(-1, -2)).sum(axis=0).reshape(
+                    (out_channels, -1) + kernel)
         if wants_x:
             filters = weight.reshape(groups, out_channels // groups, -1)   # (G, O/G, C/G·K)
-            dcolumns = filters.swapaxes(-1, -2) @ rows                     # (N, G, C/G·K, P)
+            with quiet_products(array_module(grad)):
+                dcolumns = filters.swapaxes(-1, -2) @ rows                 # (N, G, C/G·K, P)
             dwindows = dcolumns.reshape(x_shape[:2] + kernel + positions)  # (N, C, *K, *P)
             dx = windows_summed(dwindows, padded_spatial, stride, dilation)[
                 _interior(x_shape[2:], padding)]

@@ -200,8 +200,8 @@ class Silu(Function):
 
 
 class Relu6(Function):
-    """min(max(x, 0), 6); slope 1 strictly between 0 and 6, 0 elsewhere (at 0 and 6 too,
-    as PyTorch's hardtanh)."""
+    """min(max(x, 0), 6); slope 0 where x <= 0 or x >= 6 (at the joints too), 1 elsewhere,
+    NaN included, as PyTorch's hardtanh."""
 
     op_name = "relu6"
 
@@ -213,7 +213,7 @@ class Relu6(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (a,) = ctx.saved_tensors
-        return grad * ((a > 0) & (a < 6))
+        return grad * ~((a <= 0) | (a >= 6))
 
 
 class Hardswish(Function):
@@ -244,7 +244,8 @@ class Mish(Function):
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         xp = array_module(a)
-        t = xp.tanh(xp.logaddexp(0, a))     # logaddexp(0, x) = log(1 + eˣ) without overflow
+        with xp.errstate(invalid="ignore"):  # NaN in, NaN out, as in PyTorch
+            t = xp.tanh(xp.logaddexp(0, a))  # logaddexp(0, x) = log(1 + eˣ) without overflow
         ctx.save_for_backward(a, t)
         return a * t
 

@@ -26,6 +26,12 @@ def _check_matmul_shapes(a: Any, b: Any) -> None:
                          "broadcast together") from None
 
 
+def quiet_products(xp: Any) -> Any:
+    """A context in which matrix products give NaN for inf · 0 and inf on overflow quietly,
+    as PyTorch's do (numpy's would warn)."""
+    return xp.errstate(invalid="ignore", over="ignore")
+
+
 class MatMul(Function):
     """C = A @ B. With 1-D operands promoted to matrices, dA = dC @ Bᵀ and dB = Aᵀ @ dC,
     each summed over the batch axes that were broadcast. Each operand is saved only when
@@ -39,7 +45,9 @@ class MatMul(Function):
         wants_a, wants_b = ctx.needs_input_grad
         ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
         ctx.shapes = (a.shape, b.shape)
-        return array_module(a).matmul(a, b)
+        xp = array_module(a)
+        with quiet_products(xp):
+            return xp.matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -51,16 +59,17 @@ class MatMul(Function):
         if len(shape_a) == 1:
             grad = xp.expand_dims(grad, -2)
         grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
-            matrix_shape = (1, *shape_a) if len(shape_a) == 1 else shape_a  # (1, K) a vector
-            grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), matrix_shape)
-            grad_a = grad_a.reshape(shape_a)
-        if ctx.needs_input_grad[1]:
-            a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
-            matrix_shape = (*shape_b, 1) if len(shape_b) == 1 else shape_b
-            grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), matrix_shape)
-            grad_b = grad_b.reshape(shape_b)
+        with quiet_products(xp):
+            if ctx.needs_input_grad[0]:
+                b2 = b[:, None] if b.ndim == 1 else b  # (K, 1) for a vector on the right
+                matrix_shape = (1, *shape_a) if len(shape_a) == 1 else shape_a  # (1, K)
+                grad_a = unbroadcast(xp.matmul(grad, xp.swapaxes(b2, -1, -2)), matrix_shape)
+                grad_a = grad_a.reshape(shape_a)
+            if ctx.needs_input_grad[1]:
+                a2 = a[None, :] if a.ndim == 1 else a  # (1, K) for a vector on the left
+                matrix_shape = (*shape_b, 1) if len(shape_b) == 1 else shape_b
+                grad_b = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), grad), matrix_shape)
+                grad_b = grad_b.reshape(shape_b)
         return grad_a, grad_b
 
 
@@ -78,7 +87,8 @@ class Linear(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:
         rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # (N, in); N, in may be 0
-        out = rows @ weight.T  # (N, out)
+        with quiet_products(array_module(x)):
+            out = rows @ weight.T  # (N, out)
         if bias is not None:
             out = ctx.function.add_bias(out, bias)
         # x is saved only for the weight's gradient; the weight always, so that a graph
@@ -92,9 +102,10 @@ class Linear(Function):
         x, weight = ctx.saved_tensors
         rows_grad = grad.reshape(math.prod(grad.shape[:-1]), grad.shape[-1])  # (N, out)
         wanted = ctx.needs_input_grad
-        grad_x = (rows_grad @ weight).reshape(ctx.input_shape) if wanted[0] else None
-        grad_weight = rows_grad.T @ x.reshape(len(rows_grad), x.shape[-1]) if wanted[1] \
-            else None
+        with quiet_products(array_module(grad)):
+            grad_x = (rows_grad @ weight).reshape(ctx.input_shape) if wanted[0] else None
+            grad_weight = rows_grad.T @ x.reshape(len(rows_grad), x.shape[-1]) if wanted[1] \
+                else None
         grad_bias = ctx.function.column_sum(rows_grad) if wanted[2] else None
         return grad_x, grad_weight, grad_bias
 

@@ -31,16 +31,20 @@ BUILT_IN = {
     "Sequential": "12a", "Flatten": "12a", "BatchNorm1d": "12a",
     "learning_rate_range_test": "12a",
     "FlattenConsecutive": "12b", "WaveNet": "12b", "WaveNetLevel": "12b",
+    "Conv1d": "12c", "Conv2d": "12c", "MaxPool1d": "12c", "MaxPool2d": "12c",
+    "AvgPool1d": "12c", "AvgPool2d": "12c", "conv1d": "12c", "conv2d": "12c",
+    "max_pool1d": "12c", "max_pool2d": "12c", "avg_pool1d": "12c", "avg_pool2d": "12c",
+    "unfold": "12c", "fold": "12c", "pad": "12c",
     "MultiheadAttention": "13",
     "DecoderBlock": "14", "Decoder": "14", "DecoderConfig": "14",
 }
 # `MLP` is two pieces: the scalar one (02) and the tensor one of tensorlib.nn (11).
 BUILT_IN_BY_MODULE = {("tensorlib.scalar", "MLP"): "02", ("tensorlib.nn", "MLP"): "11"}
-ALIASES = {"tl": "tensorlib"}
+ALIASES = {"tl": "tensorlib", "F": "tensorlib.nn.functional"}  # as every notebook imports them
 
 
 def order(number: str) -> tuple[int, str]:
-    """A notebook's place: "12" < "12a" < "12b" < "13"."""
+    """A notebook's place: "12" < "12a" < "12b" < "12c" < "13"."""
     return int(number[:2]), number[2:]
 
 
@@ -91,12 +95,13 @@ def test_the_table_names_pieces_the_package_has():
     import tensorlib.baselines
     import tensorlib.data
     import tensorlib.nn
+    import tensorlib.nn.functional
     import tensorlib.optim
     import tensorlib.scalar
     import tensorlib.train
 
-    where = [tensorlib.scalar, tensorlib.nn, tensorlib.optim, tensorlib.data, tensorlib.train,
-             tensorlib.baselines]
+    where = [tensorlib.scalar, tensorlib.nn, tensorlib.nn.functional, tensorlib.optim,
+             tensorlib.data, tensorlib.train, tensorlib.baselines]
     for name in BUILT_IN:
         assert any(hasattr(module, name) for module in where), name
 
@@ -118,3 +123,7 @@ def test_the_check_sees_an_early_use():
         "Decoder", "Linear"]
     assert too_early("tensorlib.nn", "BatchNorm1d", "12") and \
         not too_early("tensorlib.nn", "BatchNorm1d", "12a")
+    functional = set(package_names_used("import tensorlib.nn.functional as F\ny = F.conv2d(x, w)"))
+    assert ("tensorlib.nn.functional", "conv2d") in functional
+    assert too_early("tensorlib.nn.functional", "conv2d", "12b") and \
+        not too_early("tensorlib.nn.functional", "conv2d", "12c")

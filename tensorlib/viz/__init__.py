@@ -1,4 +1,5 @@
-"""Pictures of what tensorlib computes: graphs and module trees (graphviz), plots (matplotlib)."""
+"""Pictures of what tensorlib computes: graphs and module trees (graphviz), plots and images
+(matplotlib)."""
 
 import importlib
 from typing import Any
@@ -21,14 +22,19 @@ _LAZY = {
     "LiveLossPlot": "plots",
     "SignalStatistics": "plots",
     "activation_statistics": "plots",
+    "confusion_matrix": "images",
     "exponential_moving_average": "plots",
     "format_statistics": "plots",
     "gradient_statistics": "plots",
     "plot_activation_histograms": "plots",
     "plot_attention": "plots",
+    "plot_confusion_matrix": "images",
     "plot_decision_boundary": "plots",
+    "plot_feature_maps": "images",
+    "plot_filters": "images",
     "plot_functions": "plots",
     "plot_gradient_histograms": "plots",
+    "plot_images": "images",
     "plot_loss_curves": "plots",
     "plot_trajectories": "plots",
     "record_activations": "plots",
@@ -52,6 +58,7 @@ __all__ = [
     "TrainingWatch",
     "WatchRecord",
     "activation_statistics",
+    "confusion_matrix",
     "dead_unit_fraction",
     "draw_graph",
     "draw_module",
@@ -60,10 +67,14 @@ __all__ = [
     "gradient_statistics",
     "plot_activation_histograms",
     "plot_attention",
+    "plot_confusion_matrix",
     "plot_decision_boundary",
+    "plot_feature_maps",
+    "plot_filters",
     "plot_functions",
     "plot_ladder_curves",
     "plot_gradient_histograms",
+    "plot_images",
     "plot_learning_rate_range_test",
     "plot_loss_by_position",
     "plot_loss_curves",

@@ -45,6 +45,7 @@ from tensorlib.data import (
     names,
     train_validation_test_split,
 )
+from tensorlib.files import write_text_atomic
 from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder
 from tensorlib.memory import keep_freed_memory
 from tensorlib.nn import Decoder, DecoderConfig
@@ -273,16 +274,6 @@ def _print_samples(samples: list[str], known: set[str], heading: str) -> None:
               f"{len(samples) - real} are new")
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def _prepare_output(folder: Path) -> None:
     if folder.exists() and not folder.is_dir():
         raise CommandError(f"--output {folder} exists and is not a folder")
@@ -413,7 +404,7 @@ def train_names(args: argparse.Namespace) -> int:
             checkpoint.save(checkpoint_path, model)
         else:
             checkpoint.save(checkpoint_path, model, optimizer, rng=batch_rng)
-        _write_text_atomic(config_path, json.dumps(run, indent=2) + "\n")
+        write_text_atomic(config_path, json.dumps(run, indent=2) + "\n")
         _save_loss_curve(history, results["bigram_validation_loss"], figure_path)
     except OSError as error:
         raise CommandError(f"cannot write the run to {args.output}: "
@@ -564,7 +555,7 @@ def ladder_command(args: argparse.Namespace) -> int:
     print(ladder_table(record))
     path = args.output / "ladder.json"
     try:
-        _write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+        write_text_atomic(path, json.dumps(record, indent=1) + "\n")
     except OSError as error:
         raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
     print(f"wrote {path}")

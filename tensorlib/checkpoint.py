@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from tensorlib.autograd import no_grad
 from tensorlib.backend import writable
+from tensorlib.files import write_atomic
 from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.rng import Rng
 
@@ -422,42 +423,6 @@ def _adamw_chunks(named: dict[str, Parameter], optimizer: Any, owner: str) -> li
         chunks.append(_f32_bytes(first, f"AdamW first moments of '{name}'"))
         chunks.append(_f32_bytes(second, f"AdamW second moments of '{name}'"))
     return chunks
-
-
-def _fsync_directory(path: str | bytes) -> None:
-    """Make a rename durable where the platform allows opening directories (POSIX)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
-
-
-def write_atomic(path: str | os.PathLike, chunks: Sequence[bytes]) -> None:
-    """Write ``chunks`` to ``path + ".tmp"``, flush, fsync and rename it over ``path``; on
-    any error the temporary file is removed and ``path`` is left as it was."""
-    target = os.fspath(path)
-    temporary = target + (b".tmp" if isinstance(target, bytes) else ".tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.remove(temporary)
-        except OSError:
-            pass
-        raise
-    _fsync_directory(target)
 
 
 def save(path: str | os.PathLike, module: Module, optimizer: Any = None,

@@ -68,8 +68,10 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from tensorlib.files import write_text_atomic
 from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = ["Checker", "record_progress", "read_progress", "checks_in", "PROGRESS_FOLDER"]
 
@@ -149,7 +151,7 @@ def _difference(what: str, received: Any, expected: Any, rtol: float, atol: floa
                      for array in originals]
         lines.append(f"entries {_entries(row, start, expected.shape[-1])}: expected "
                      f"{shown[0]}, received {shown[1]}")
-    if received.dtype.kind == "f":
+    if is_floating(received.dtype):
         gap = np.where(wrong, np.abs(received - expected), 0.0)
         nans = np.isnan(received) & ~np.isnan(expected)
         if nans.any():
@@ -576,9 +578,6 @@ def _record(checker: Checker) -> None:
                                 "status": checker.status}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(json.dumps({"notebook": path.stem, "checks": checks}, indent=1),
-                             encoding="utf-8")
-        os.replace(temporary, path)
+        write_text_atomic(path, json.dumps({"notebook": path.stem, "checks": checks}, indent=1))
     except OSError as error:  # a read-only folder must not fail the check
         print(f"(progress not recorded: {error})")

@@ -17,8 +17,10 @@ import os
 import numpy as np
 from safetensors import numpy as safetensors_numpy
 
-from tensorlib.checkpoint import CheckpointError, write_atomic
+from tensorlib.checkpoint import CheckpointError
+from tensorlib.files import write_atomic
 from tensorlib.nn.module import IncompatibleKeys, Module, StateDictError, check_module
+from tensorlib.validation import is_floating
 
 __all__ = ["load_safetensors", "read_safetensors", "save_safetensors"]
 
@@ -36,7 +38,7 @@ def save_safetensors(path: str | os.PathLike, module: Module,
         raise TypeError(f"metadata must be a dict of strings, got {metadata!r}")
     state = module.state_dict()
     for name, array in state.items():
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
+        if is_floating(array.dtype) and not np.isfinite(array).all():
             raise ValueError(f"'{name}' has non-finite values; nothing was written")
     contents = safetensors_numpy.save({name: np.ascontiguousarray(array).reshape(array.shape)
                                        for name, array in state.items()},  # 0-d stays 0-d
@@ -58,7 +60,7 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if array.dtype.kind not in "fiu":
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has dtype {array.dtype}, "
                                   "not a real number type")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
+        if is_floating(array.dtype) and not np.isfinite(array).all():
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has non-finite values")
     return arrays
 

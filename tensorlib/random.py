@@ -43,6 +43,7 @@ from tensorlib import validation
 from tensorlib.backend import to_numpy
 from tensorlib.rng import Generator, default_rng
 from tensorlib.tensor import Tensor, float32, int64
+from tensorlib.validation import is_floating
 
 __all__ = ["multinomial", "normal", "rand", "rand_like", "randint", "randn", "randn_like",
            "randperm"]
@@ -91,14 +92,14 @@ def _float_dtype(dtype: Any, function: str) -> np.dtype:
 def _requires_grad(requires_grad: Any, dtype: np.dtype) -> bool:
     """``requires_grad`` as a bool; only a float result can require a gradient."""
     flag = validation.boolean(requires_grad, "requires_grad")
-    if flag and dtype.kind != "f":
+    if flag and not is_floating(dtype):
         raise TypeError(f"only floating-point tensors can require gradients, got dtype {dtype}")
     return flag
 
 
 def _float_array(value: Tensor, what: str) -> np.ndarray:
     """The values of a floating-point tensor as a numpy array."""
-    if value.dtype.kind != "f":
+    if not is_floating(value.dtype):
         raise TypeError(f"{what} must be a floating-point tensor, got dtype {value.dtype}")
     return to_numpy(value._data)
 

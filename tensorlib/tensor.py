@@ -19,6 +19,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.autograd import is_grad_enabled, no_grad, run_backward
 from tensorlib.backend import device_of, is_backend_array, to_device
+from tensorlib.validation import is_floating
 
 DTypeLike = Any
 ShapeLike = int | Sequence[int]
@@ -33,10 +34,6 @@ DEFAULT_FLOAT = float32
 
 # numpy's keepdims= when not given (None is a value a caller can wrongly pass)
 _NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "<not given>"})()
-
-
-def _is_floating(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"  # float16/32/64 (np.issubdtype is slow on a hot path)
 
 
 def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
@@ -186,7 +183,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        if flag and not _is_floating(self._data.dtype):
+        if flag and not is_floating(self._data.dtype):
             raise TypeError(
                 f"only floating-point tensors can require gradients, got dtype {self._data.dtype}"
             )
@@ -848,7 +845,7 @@ class Tensor:
         the last its right edge too. ``weight`` (this tensor's shape) counts each value as
         its weight; ``density`` divides by the total and the bin widths. Not
         differentiable."""
-        if not _is_floating(self.dtype):
+        if not is_floating(self.dtype):
             raise TypeError(f"histogram takes a floating-point tensor, got dtype {self.dtype}")
         edges = bins._data if isinstance(bins, Tensor) else validation.positive_integer(
             bins, "histogram bins")
@@ -1136,7 +1133,7 @@ def _floating(t: Tensor) -> Tensor:
     """``t`` itself when it holds floats; otherwise its values in float32, the default
     float dtype: what a floating op (exp, division, mean...) computes on integer or boolean
     input, as in PyTorch."""
-    if _is_floating(t._data.dtype):
+    if is_floating(t._data.dtype):
         return t
     return Tensor._from_array(t._data.astype(DEFAULT_FLOAT))
 
@@ -1153,7 +1150,7 @@ def as_operand(value: Any, like: Tensor) -> Tensor:
             if isinstance(value, MaxMin) else ""
         raise TypeError(f"an operand is a {type(value).__name__} of tensors{hint}")
     if isinstance(value, numbers.Number) and not isinstance(value, np.generic):
-        dtype = like.dtype if _is_floating(like.dtype) or isinstance(value, numbers.Integral) \
+        dtype = like.dtype if is_floating(like.dtype) or isinstance(value, numbers.Integral) \
             else DEFAULT_FLOAT
         if isinstance(value, bool) or (like.dtype == bool_ and isinstance(value, numbers.Integral)):
             dtype = like.dtype if like.dtype != bool_ else np.dtype(np.int64)
@@ -1173,7 +1170,7 @@ def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
         b = as_operand(b, like=a)
     if a.dtype == b.dtype:
         return a, b
-    a_float, b_float = _is_floating(a.dtype), _is_floating(b.dtype)
+    a_float, b_float = is_floating(a.dtype), is_floating(b.dtype)
     if a_float and b_float:
         raise TypeError(f"mixed floating dtypes {a.dtype} and {b.dtype}; convert one with "
                         ".float() or .double() first")

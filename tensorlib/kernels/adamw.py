@@ -9,6 +9,7 @@ import numpy as np
 
 from tensorlib.backend import array_module, writable
 from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
+from tensorlib.validation import is_floating
 
 __all__ = ["adamw_step"]
 
@@ -74,7 +75,7 @@ def _common_step(optimizer: Any) -> int | None:
         return None
     parameters, state = optimizer.parameters, optimizer.state
     reference = parameters[0]._data
-    if reference.dtype.kind != "f":
+    if not is_floating(reference.dtype):
         return None
     step = state[0]["step"] + 1
     for parameter, entry in zip(parameters, state, strict=True):

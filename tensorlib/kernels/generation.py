@@ -25,6 +25,7 @@ from tensorlib import autograd, ops
 from tensorlib.kernels.mode import enabled
 from tensorlib.kernels.stand_ins import CausalAttentionKernel
 from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
     Dropout,
     Embedding,
@@ -33,7 +34,7 @@ from tensorlib.nn.layers import (
     Linear,
     PositionalEmbedding,
 )
-from tensorlib.nn.module import Module, ModuleList
+from tensorlib.nn.module import Module
 from tensorlib.nn.transformer import CachedStep, Decoder, DecoderBlock, register_cached_step
 from tensorlib.ops.attention import attend
 

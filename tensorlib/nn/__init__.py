@@ -5,6 +5,7 @@ they draw from is :class:`tensorlib.Rng`."""
 from tensorlib.nn import functional, init
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.capture import ActivationCapture, capture_activations
+from tensorlib.nn.container import ModuleList, Sequential
 from tensorlib.nn.convolution import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from tensorlib.nn.layers import (
     GELU,
@@ -39,7 +40,7 @@ from tensorlib.nn.lora import (
     merge_lora,
 )
 from tensorlib.nn.modes import evaluation_mode
-from tensorlib.nn.module import Module, ModuleList, Parameter, Sequential, StateDictError
+from tensorlib.nn.module import Module, Parameter, StateDictError
 from tensorlib.nn.programmed import (
     ProgramAugmentedModel,
     ProgrammedAttentionHead,

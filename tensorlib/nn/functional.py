@@ -25,6 +25,7 @@ from tensorlib.ops.loss import REDUCTIONS
 from tensorlib.ops.softmax import causal_forbidden
 from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = [
     "avg_pool1d",
@@ -93,7 +94,7 @@ def _check_one_dtype(what: str, *tensors: Any) -> None:
 
 def _check_floating(value: Any, what: str) -> Tensor:
     _check_tensor(value, what)
-    if value.dtype.kind != "f":  # float16/32/64 (np.issubdtype is slow on a hot path)
+    if not is_floating(value.dtype):
         raise TypeError(f"{what} must be a floating-point tensor, got dtype {value.dtype}")
     return value
 

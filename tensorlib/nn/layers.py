@@ -17,10 +17,12 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.nn import functional as F
+from tensorlib.nn.container import ModuleList
 from tensorlib.nn.init import POLICIES, initialize
-from tensorlib.nn.module import Module, ModuleList, Parameter
+from tensorlib.nn.module import Module, Parameter
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = [
     "ACTIVATIONS",
@@ -62,7 +64,7 @@ def check_input(x: Any, what: str, width: int, ndim: int | None = None) -> Tenso
     """``x`` must be a floating Tensor whose last axis has ``width`` entries."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{what} takes a Tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":  # not floating point
+    if not is_floating(x.dtype):
         raise TypeError(f"{what} takes a floating-point tensor, got dtype {x.dtype}")
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"{what} expects a {ndim}-D input, got shape {x.shape}")

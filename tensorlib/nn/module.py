@@ -1,5 +1,8 @@
 """Modules and parameters: the tree every layer, optimizer and checkpoint works through.
 
+The containers built on it (``ModuleList``, ``Sequential``) are in
+:mod:`tensorlib.nn.container`, the handle a forward hook returns in :mod:`tensorlib.nn.hooks`.
+
 A ``Module`` registers its ``Parameter``s and child modules under names (attribute
 assignment registers them too). From that tree come dotted names
 (``blocks.0.attention.qkv_weight``), a stable parameter order, train/eval propagation and
@@ -11,7 +14,6 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -19,7 +21,9 @@ import numpy as np
 
 from tensorlib.autograd import no_grad
 from tensorlib.backend import copy_to_backend, device_of, require_backend, to_numpy, writable
+from tensorlib.nn.hooks import RemovableHandle
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 
 class Parameter(Tensor):
@@ -29,7 +33,7 @@ class Parameter(Tensor):
         if isinstance(data, Tensor):
             data = data._data
         super().__init__(data, dtype=dtype)
-        if not np.issubdtype(self.dtype, np.floating):
+        if not is_floating(self.dtype):
             raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
         self.requires_grad = bool(trainable)
 
@@ -82,29 +86,6 @@ class StateDictError(ValueError):
 class IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-class RemovableHandle:
-    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off again (a second
-    call does nothing). Also a context manager that removes the hook on exit.
-
-    ``id``, the hook's key in ``hooks``, comes from one counter shared by every handle, as in
-    PyTorch: ids are never reused, so a handle can only ever remove its own hook."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict[int, Callable[..., Any]]):
-        self._hooks = hooks
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.remove()
 
 
 class Module:
@@ -500,7 +481,7 @@ class Module:
                 raise ValueError(f"_apply: fn turned '{name}' of shape {tensor.shape} into "
                                  f"{type(array).__name__} of shape "
                                  f"{getattr(array, 'shape', None)}; it must keep the shape")
-            if isinstance(tensor, Parameter) and array.dtype.kind != "f":
+            if isinstance(tensor, Parameter) and not is_floating(array.dtype):
                 raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
                                  f"{array.dtype}; a Parameter must be floating point")
             grad = fn(tensor.grad._data) if convert_grads and tensor.grad is not None \
@@ -636,7 +617,7 @@ def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
         elif array.dtype.kind not in "fiu":
             problems.append(f"'{name}': dtype {array.dtype} is not numeric")
         elif not isinstance(target, Parameter) and \
-                (array.dtype.kind == "f") != (target.dtype.kind == "f"):
+                is_floating(array.dtype) != is_floating(target.dtype):
             problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
                             "in the model (a buffer keeps its kind of number)")
         elif not writable(target._data):
@@ -690,7 +671,7 @@ def _extra_members(module: Module) -> Iterator[tuple[str, Parameter]]:
 def _floating_to(dtype: np.dtype) -> Callable[[Any], Any]:
     """An ``_apply`` function: a floating array as ``dtype``, any other array as it is."""
     def cast(array: Any) -> Any:
-        return array.astype(dtype) if array.dtype.kind == "f" and array.dtype != dtype else array
+        return array.astype(dtype) if is_floating(array.dtype) and array.dtype != dtype else array
     return cast
 
 
@@ -709,56 +690,3 @@ def _as_buffer(value: Any, name: str) -> Tensor:
         raise TypeError(f"buffer '{name}' must be an array or a Tensor, "
                         f"got {type(value).__name__}")
     return Tensor(value)
-
-
-class ModuleList(Module):
-    """An ordered list of child modules, registered as ``"0"``, ``"1"``, ..."""
-
-    def __init__(self, modules: Iterable[Module] | None = None):
-        super().__init__()
-        for module in modules or []:
-            self.append(module)
-
-    def append(self, module: Module) -> ModuleList:
-        self.register_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in modules:
-            self.append(module)
-        return self
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(list(self._modules.values()))
-
-    def __setitem__(self, index: int, module: Module) -> None:
-        """Replace item ``index`` (as assigning to a child's name does)."""
-        if not -len(self._modules) <= index < len(self._modules):
-            raise IndexError(f"ModuleList index {index} out of range for length "
-                             f"{len(self._modules)}")
-        self._replace_child(str(index % len(self._modules)), module)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            return items[index]
-        if not -len(items) <= index < len(items):
-            raise IndexError(f"ModuleList index {index} out of range for length {len(items)}")
-        return items[index]
-
-
-class Sequential(ModuleList):
-    """Modules called one after another, each on the output of the one before, as
-    ``torch.nn.Sequential``; registered as ``"0"``, ``"1"``, ... (it is a ModuleList with a
-    forward). A slice is a plain list of the modules: a module has one parent."""
-
-    def __init__(self, *modules: Module):
-        super().__init__(modules)
-
-    def forward(self, x: Any) -> Any:
-        for module in self:
-            x = module(x)
-        return x

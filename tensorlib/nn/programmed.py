@@ -37,6 +37,7 @@ from tensorlib.nn import functional as F
 from tensorlib.nn.layers import HookPoint
 from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = ["ProgrammedAttentionHead", "ProgrammedSequenceCore", "ProgramAugmentedModel",
            "induction_targets"]
@@ -61,7 +62,7 @@ class ProgrammedAttentionHead(Module):
         arrays = {"query": query, "key": key, "value": value, "output": output}
         for name, array in arrays.items():
             if not isinstance(array, np.ndarray) or array.ndim != 2 \
-                    or array.dtype.kind != "f":
+                    or not is_floating(array.dtype):
                 raise TypeError(f"ProgrammedAttentionHead {name} must be a 2-d floating "
                                 f"numpy array, got {type(array).__name__}")
         width = query.shape[0]
@@ -185,7 +186,7 @@ class ProgrammedSequenceCore(Module):
         ``x`` may be any floating Tensor of that shape (one that requires grad gets its
         gradient: the core has no parameters, but it is differentiable in its input)."""
         if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.width \
-                or x.dtype.kind != "f":
+                or not is_floating(x.dtype):
             raise TypeError(f"forward_embedded needs a floating Tensor of shape (B, T, "
                             f"{self.width}), got {getattr(x, 'shape', type(x).__name__)}")
         if not 1 <= x.shape[1] <= self.context_length or x.shape[0] == 0:

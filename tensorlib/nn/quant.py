@@ -49,6 +49,7 @@ from tensorlib.nn.surgery import (
 )
 from tensorlib.references import other_references
 from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = [
     "NF4_LEVELS",
@@ -122,7 +123,7 @@ def _float_array(weight: Any, what: str) -> Any:
     array = weight._data if isinstance(weight, Tensor) else weight
     if not hasattr(array, "dtype") or not hasattr(array, "shape"):
         array = np.asarray(array)
-    if array.dtype.kind != "f":
+    if not is_floating(array.dtype):
         raise TypeError(f"{what} must be floating point, got dtype {array.dtype}")
     return array
 

@@ -15,6 +15,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
     Dropout,
     Embedding,
@@ -26,7 +27,7 @@ from tensorlib.nn.layers import (
     resolve_rng,
 )
 from tensorlib.nn.modes import evaluation_mode
-from tensorlib.nn.module import Module, ModuleList
+from tensorlib.nn.module import Module
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 

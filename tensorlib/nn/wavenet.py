@@ -26,6 +26,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.nn import functional as F
+from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
     BatchNorm1d,
     Embedding,
@@ -35,7 +36,7 @@ from tensorlib.nn.layers import (
     Tanh,
     resolve_rng,
 )
-from tensorlib.nn.module import Module, ModuleList
+from tensorlib.nn.module import Module
 from tensorlib.rng import Rng
 from tensorlib.tensor import Tensor
 

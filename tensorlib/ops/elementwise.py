@@ -8,6 +8,7 @@ from typing import Any
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.validation import is_floating
 
 
 class Exp(Function):
@@ -76,7 +77,7 @@ class Abs(Function):
 
 def _floating(a: Any) -> Any:
     """Integer or boolean input as float64 (numpy's result type for these functions)."""
-    return a if a.dtype.kind == "f" else a.astype(array_module(a).float64)
+    return a if is_floating(a.dtype) else a.astype(array_module(a).float64)
 
 
 def _sigmoid(a: Any) -> Any:
@@ -328,7 +329,7 @@ class Gelu(Function):
         xp = array_module(a)
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-        if a.dtype.kind != "f":
+        if not is_floating(a.dtype):
             a = a.astype(xp.float32)
         wanted = ctx.needs_input_grad[0]
         with xp.errstate(invalid="ignore", over="ignore"):  # ±inf: nan or inf, as in PyTorch

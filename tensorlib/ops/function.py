@@ -33,7 +33,8 @@ import numpy as np
 from tensorlib import autograd
 from tensorlib.autograd import Context
 from tensorlib.backend import device_of
-from tensorlib.tensor import Tensor, _is_floating
+from tensorlib.tensor import Tensor
+from tensorlib.validation import is_floating
 
 __all__ = ["Function", "custom_gradient", "kernels_on", "register_kernel", "set_kernels_on"]
 
@@ -78,7 +79,7 @@ class Function:
             output = _zero_dimensional(ctx, output)
         result = Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
-        if ctx.__class__ is Context and _is_floating(output.dtype):  # integer results: none
+        if ctx.__class__ is Context and is_floating(output.dtype):  # integer results: none
             _record_node(ctx, inputs, output, result)
         return result
 

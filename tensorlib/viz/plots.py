@@ -29,9 +29,10 @@ from matplotlib.figure import Figure
 
 from tensorlib import validation
 from tensorlib.nn.capture import capture_activations
+from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import MLP, HookPoint
 from tensorlib.nn.modes import evaluation_mode
-from tensorlib.nn.module import Module, ModuleList
+from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
 from tensorlib.train import exponential_moving_average
 

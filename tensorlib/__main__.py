@@ -53,6 +53,7 @@ from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim import AdamW, WarmupCosineSchedule
 from tensorlib.rng import Rng
 from tensorlib.train import TrainingDivergedError, train
+from tensorlib.validation import heads_divide
 
 CONFIG_FORMAT = "tensorlib names run"
 CONFIG_VERSION = 1
@@ -287,9 +288,10 @@ def _prepare_output(folder: Path) -> None:
 # =============================================================================== train-names
 def train_names(args: argparse.Namespace) -> int:
     """Train on census names, report against the bigram baseline, save, sample."""
-    if args.channels % args.heads:
-        raise CommandError(f"--channels ({args.channels}) must be divisible by --heads "
-                           f"({args.heads})")
+    try:
+        heads_divide(args.channels, args.heads, ("--channels", "--heads"))
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     words = names(args.kind)
     tokenizer = CharTokenizer(words)
     train_words, validation_words, test_words = train_validation_test_split(

@@ -161,9 +161,7 @@ class Context:
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
         if self.freed:
-            raise RuntimeError(
-                f"backward through '{self.name}' a second time: its saved arrays were freed "
-                "after the first backward; pass retain_graph=True to the first call")
+            _refuse_freed(self)
         return self.saved or ()
 
     def release(self) -> None:
@@ -376,6 +374,7 @@ def _seed(root: Tensor, grad: Any) -> Any:
 
 
 def _refuse_freed(node: Context) -> None:
+    """The one error for a second backward through a node whose saved arrays were freed."""
     raise RuntimeError(
         f"backward through '{node.name}' a second time: the graph was freed after the "
         "first backward; pass retain_graph=True to the first call")

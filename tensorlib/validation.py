@@ -50,6 +50,14 @@ def positive_integer(value: Any, what: str) -> int:
     return int(value)
 
 
+def heads_divide(channels: int, heads: int, names: tuple[str, str] = ("channels", "heads"),
+                 ) -> None:
+    """ValueError unless ``heads`` divides ``channels`` (each head gets channels/heads), the
+    message naming the two by ``names``."""
+    if channels % heads:
+        raise ValueError(f"{names[0]} ({channels}) must be divisible by {names[1]} ({heads})")
+
+
 def real(value: Any, what: str, *, low: float | None = None, low_open: bool = False,
          high: float | None = None, high_open: bool = True) -> float:
     """``value`` as a finite float (not a bool), within the bounds where given.

@@ -91,9 +91,7 @@ class MultiheadAttention(Module):
         super().__init__()
         self.channels = validation.positive_integer(channels, "channels")
         self.heads = validation.positive_integer(heads, "heads")
-        if self.channels % self.heads:
-            raise ValueError(f"channels ({self.channels}) must be divisible by heads "
-                             f"({self.heads})")
+        validation.heads_divide(self.channels, self.heads)
         self.head_width = self.channels // self.heads
         validation.probability(dropout, "dropout")
         dtype = validation.float_dtype(dtype)

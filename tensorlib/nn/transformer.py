@@ -50,8 +50,7 @@ class DecoderBlock(Module):
         super().__init__()
         self.channels = validation.positive_integer(channels, "channels")
         validation.positive_integer(heads, "heads")
-        if self.channels % heads:
-            raise ValueError(f"channels ({self.channels}) must be divisible by heads ({heads})")
+        validation.heads_divide(self.channels, heads)
         validation.probability(dropout, "dropout")
         dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
@@ -90,9 +89,8 @@ class DecoderConfig:
     def __post_init__(self) -> None:
         for name in ("vocabulary_size", "context_length", "channels", "heads", "layers"):
             validation.positive_integer(getattr(self, name), f"DecoderConfig.{name}")
-        if self.channels % self.heads:
-            raise ValueError(f"DecoderConfig: channels ({self.channels}) must be divisible by "
-                             f"heads ({self.heads})")
+        validation.heads_divide(self.channels, self.heads,
+                                ("DecoderConfig: channels", "heads"))
         validation.probability(self.dropout, "DecoderConfig.dropout")
         validation.positive(self.eps, "DecoderConfig.eps")
 

@@ -43,6 +43,8 @@ from tensorlib.data import (
     NAME_KINDS,
     CharTokenizer,
     names,
+    stream_windows,
+    token_stream,
     train_validation_test_split,
 )
 from tensorlib.files import write_text_atomic
@@ -211,24 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # =============================================================================== helpers
-def token_stream(words: Sequence[str], tokenizer: CharTokenizer) -> np.ndarray:
-    """``.word.word.`` as int64 ids: every word framed by the boundary token (id 0)."""
-    stream = [tokenizer.boundary_id]
-    for word in words:
-        stream += tokenizer.encode(word)
-        stream.append(tokenizer.boundary_id)
-    return np.asarray(stream, dtype=np.int64)
-
-
-def stream_windows(stream: np.ndarray, context_length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Consecutive non-overlapping windows of ``stream`` (a final partial one dropped):
-    inputs and next-token targets, both ``(N, context_length)``; the same arrays as
-    ``tensorlib.data.sequence_targets`` makes from the words."""
-    windows = np.lib.stride_tricks.sliding_window_view(stream, context_length + 1)
-    windows = windows[::context_length]  # (N, T + 1)
-    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
-
-
 def random_windows(stream: np.ndarray, context_length: int, batch_size: int,
                    rng: Rng) -> tuple[np.ndarray, np.ndarray]:
     """``batch_size`` windows starting at random offsets of ``stream``: inputs and next-token

@@ -5,7 +5,13 @@ from tensorlib.data.batching import batches, random_batch, train_validation_test
 from tensorlib.data.census import NAME_KINDS, names
 from tensorlib.data.digits import digits, shift_images
 from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
-from tensorlib.data.tokenizer import CharTokenizer, context_target_pairs, sequence_targets
+from tensorlib.data.tokenizer import (
+    CharTokenizer,
+    context_target_pairs,
+    sequence_targets,
+    stream_windows,
+    token_stream,
+)
 
 __all__ = [
     "NAME_KINDS",
@@ -21,5 +27,7 @@ __all__ = [
     "random_batch",
     "sequence_targets",
     "shift_images",
+    "stream_windows",
+    "token_stream",
     "train_validation_test_split",
 ]

@@ -15,7 +15,8 @@ import numpy as np
 
 from tensorlib import validation
 
-__all__ = ["CharTokenizer", "context_target_pairs", "sequence_targets"]
+__all__ = ["CharTokenizer", "context_target_pairs", "sequence_targets", "stream_windows",
+           "token_stream"]
 
 
 class CharTokenizer:
@@ -195,18 +196,33 @@ def sequence_targets(
     when the stream is shorter than ``block_size + 1``.
     """
     words = validation.words(words)
-    _check_tokenizer(tokenizer)
     block_size = validation.positive_integer(block_size, "block_size")
     stride = block_size if stride is None else validation.positive_integer(stride, "stride")
-    boundary = [tokenizer.boundary_id]
-    stream = list(boundary)
-    for word in words:
-        stream += tokenizer.encode(word) + boundary
+    stream = token_stream(words, tokenizer)
     if len(stream) < block_size + 1:
         raise ValueError(
             f"the token stream of {len(words)} words has {len(stream)} ids, fewer than "
             f"block_size + 1 = {block_size + 1}"
         )
-    stream_array = np.asarray(stream, dtype=np.int64)
-    windows = np.lib.stride_tricks.sliding_window_view(stream_array, block_size + 1)[::stride]
+    return stream_windows(stream, block_size, stride)
+
+
+def token_stream(words: Iterable[str], tokenizer: CharTokenizer) -> np.ndarray:
+    """``.word.word.`` as int64 ids: the boundary id, then every word's ids each followed by
+    one boundary id."""
+    _check_tokenizer(tokenizer)
+    stream = [tokenizer.boundary_id]
+    for word in validation.words(words):
+        stream += tokenizer.encode(word)
+        stream.append(tokenizer.boundary_id)
+    return np.asarray(stream, dtype=np.int64)
+
+
+def stream_windows(stream: np.ndarray, block_size: int,
+                   stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Windows of ``block_size + 1`` ids of ``stream`` starting at 0, stride, 2·stride, ...
+    (``stride`` defaults to ``block_size``; a final partial window is dropped): inputs
+    ``window[:-1]`` and next-token targets ``window[1:]``, both ``(N, block_size)``."""
+    windows = np.lib.stride_tricks.sliding_window_view(stream, block_size + 1)
+    windows = windows[::block_size if stride is None else stride]  # (N, block_size + 1)
     return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])

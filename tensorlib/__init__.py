@@ -55,6 +55,7 @@ from tensorlib.functions import (
 )
 from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.kernels import is_reference_mode, reference_mode, set_reference_mode
+from tensorlib.kernels import register_all as _register_kernels
 from tensorlib.ops.function import Function, custom_gradient
 from tensorlib.random import (
     multinomial,
@@ -95,6 +96,11 @@ from tensorlib.tensor import (
 )
 
 __version__ = "0.1.0"
+
+# The one thing importing tensorlib does on the side: every kernel takes its place (the op
+# table, the engine's sole-owner check, Decoder.generate's cached step); reference_mode()
+# sets them aside again.
+_register_kernels()
 
 # Submodules that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
 # `tl.data` and the rest still work as `torch.nn` does after `import torch`.

@@ -7,7 +7,8 @@ over all parameters at once, a kernel from here does it: in place of an op throu
 table (``stand_ins``: a subclass of the op that replaces its steps, registered with
 ``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
 (``sole_reference``), in ``Decoder.generate`` through the cached step it registers
-(``tensorlib.nn.transformer.register_cached_step``), in AdamW by its own call. Each kernel's
+(``tensorlib.nn.transformer.register_cached_step``), in AdamW by its own call. They take
+those places when ``register_all()`` runs, once, from ``tensorlib/__init__.py``. Each kernel's
 docstring says what it computes, the plain formula it stands in for, how accurate it is,
 and which section of docs/performance.md holds its measurements.
 
@@ -39,7 +40,15 @@ Decoder's modules and ``register_cached_step``. Nothing else in tensorlib import
 kernels but the package itself and ``optim.AdamW``.
 """
 
-from tensorlib.kernels import adamw, gelu, reductions, softmax, stand_ins, threads  # noqa: F401
+from tensorlib.kernels import (  # noqa: F401
+    adamw,
+    gelu,
+    generation,
+    reductions,
+    softmax,
+    stand_ins,
+    threads,
+)
 from tensorlib.kernels.adamw import adamw_step
 from tensorlib.kernels.gelu import erf_float32, gelu_float32
 from tensorlib.kernels.generation import decoder_step
@@ -63,10 +72,19 @@ __all__ = [
     "clear_caches",
     "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "decoder_step",
     "enabled", "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode",
-    "layer_norm", "layer_norm_backward", "reference_mode", "row_sums",
+    "layer_norm", "layer_norm_backward", "reference_mode", "register_all", "row_sums",
     "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
     "shared_matmul_backward", "sole_reference", "threads",
 ]
+
+
+def register_all() -> None:
+    """Put every kernel in its place: the stand-ins in the op table (``stand_ins``), the
+    engine's sole-owner check, and the Decoder's cached generation step (``generation``).
+    Called once, by ``tensorlib/__init__.py``: importing tensorlib does this and nothing
+    else on the side."""
+    stand_ins.register()
+    generation.register()
 
 
 def clear_caches() -> None:

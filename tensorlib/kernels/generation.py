@@ -262,4 +262,7 @@ _FORWARDS: dict[type[Module], Callable[..., Any]] = {
     kind: kind.forward for kind in (Decoder, DecoderBlock, MultiheadAttention, Embedding,
                                     PositionalEmbedding, HookPoint, LayerNorm, Linear, Dropout)}
 
-register_cached_step(Decoder, prepare_decoder_step)
+
+def register() -> None:
+    """Let ``decoder_step`` stand in for the cached forwards of ``Decoder.generate``."""
+    register_cached_step(Decoder, prepare_decoder_step)

@@ -26,7 +26,7 @@ from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
 from tensorlib.ops.function import register_kernel
 
-__all__: list[str] = []
+__all__ = ["KERNELS", "register"]
 
 
 class LayerNormKernel(ops.LayerNorm):
@@ -128,7 +128,13 @@ class GeluFloat32Kernel(ops.Gelu):
         return out
 
 
-for _kernel in (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel,
-                SoftmaxKernel, CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel):
-    register_kernel(_kernel.__mro__[1], _kernel)
-autograd.set_unshared_check(sole_reference)
+KERNELS = (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel, SoftmaxKernel,
+           CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel)
+
+
+def register() -> None:
+    """Put each kernel above in the op table in place of the op it subclasses, and install
+    the engine's check that an array has no other owner (``sole_reference``)."""
+    for kernel in KERNELS:
+        register_kernel(kernel.__mro__[1], kernel)
+    autograd.set_unshared_check(sole_reference)

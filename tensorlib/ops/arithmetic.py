@@ -22,8 +22,6 @@ def _check_broadcast(name: str, a: Any, b: Any) -> None:
 
 
 class Add(Function):
-    op_name = "add"
-
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_broadcast("add", a, b)
@@ -37,8 +35,6 @@ class Add(Function):
 
 
 class Sub(Function):
-    op_name = "sub"
-
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_broadcast("sub", a, b)
@@ -55,8 +51,6 @@ class Sub(Function):
 class Mul(Function):
     """a · b. Each operand is saved only when the other's gradient needs it, so a constant
     factor may change in place after the forward."""
-
-    op_name = "mul"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
@@ -78,8 +72,6 @@ class Mul(Function):
 class Div(Function):
     """a / b; the numerator is saved only when the divisor's gradient needs it."""
 
-    op_name = "div"
-
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_broadcast("div", a, b)
@@ -99,8 +91,6 @@ class Div(Function):
 class Pow(Function):
     """``a ** b`` with both operands tensors. d/da = b·a^(b-1), 0 where b = 0; d/db =
     a^b·log(a), 0 where a = 0 and b >= 0 (nan for a < 0, as in PyTorch)."""
-
-    op_name = "pow"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
@@ -149,8 +139,6 @@ class PowScalar(Function):
 
 
 class Neg(Function):
-    op_name = "neg"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         return -a
@@ -163,8 +151,6 @@ class Neg(Function):
 class Maximum(Function):
     """Elementwise maximum; at ties the gradient is split evenly between the two inputs.
     Where one is nan (no order), each gets the whole gradient, as in PyTorch."""
-
-    op_name = "maximum"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
@@ -189,8 +175,6 @@ class Maximum(Function):
 
 class Cast(Function):
     """Change dtype; the gradient is cast back to the input's dtype."""
-
-    op_name = "cast"
 
     @staticmethod
     def forward(ctx: Context, a: Any, dtype: Any) -> Any:

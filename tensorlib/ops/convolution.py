@@ -271,8 +271,6 @@ class Unfold(Function):
     entries row-major: out[n, c·K + k, l] = x̃[n, c, p(l)·stride + k·dilation], x̃
     zero-padded. Backward: the windows' scatter-add (``Fold``'s forward)."""
 
-    op_name = "unfold"
-
     @staticmethod
     def forward(ctx: Context, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                 padding: tuple[int, ...], dilation: tuple[int, ...]) -> Any:
@@ -294,8 +292,6 @@ class Fold(Function):
     """col2im, the adjoint of ``Unfold``: ``columns (N, C·K, L)`` → ``(N, C, *output_size)``,
     each column's entries added at the places ``Unfold`` reads them from (overlaps sum,
     padding dropped). Backward: ``Unfold``'s forward of the gradient."""
-
-    op_name = "fold"
 
     @staticmethod
     def forward(ctx: Context, columns: Any, output_size: tuple[int, ...],
@@ -323,8 +319,6 @@ class Pad(Function):
     edge ("replicate") or the other end ("circular"). Every non-constant entry is a copy of
     x at a source index along each axis; backward: each entry's gradient added to its source
     (the constant ones get none)."""
-
-    op_name = "pad"
 
     @staticmethod
     def forward(ctx: Context, x: Any, widths: tuple[tuple[int, int], ...], mode: str,

@@ -12,8 +12,6 @@ from tensorlib.validation import is_floating
 
 
 class Exp(Function):
-    op_name = "exp"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         out = array_module(a).exp(a)
@@ -27,8 +25,6 @@ class Exp(Function):
 
 
 class Log(Function):
-    op_name = "log"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         ctx.save_for_backward(a)
@@ -43,8 +39,6 @@ class Log(Function):
 class Sqrt(Function):
     """√x; its slope 1 / (2√x) is inf at 0 (nan after a zero gradient), as in PyTorch,
     without numpy's warnings."""
-
-    op_name = "sqrt"
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
@@ -61,8 +55,6 @@ class Sqrt(Function):
 
 class Abs(Function):
     """|x|; the gradient at exactly 0 is 0 (the subgradient PyTorch picks)."""
-
-    op_name = "abs"
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
@@ -91,8 +83,6 @@ def _sigmoid(a: Any) -> Any:
 
 
 class Tanh(Function):
-    op_name = "tanh"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         out = array_module(a).tanh(a)
@@ -108,8 +98,6 @@ class Tanh(Function):
 class Sigmoid(Function):
     """1 / (1 + e^-x), computed without overflow for large |x|."""
 
-    op_name = "sigmoid"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         out = _sigmoid(a)
@@ -123,8 +111,6 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
-    op_name = "relu"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         out = array_module(a).maximum(a, 0)
@@ -160,8 +146,6 @@ class Softplus(Function):
     """log(1 + exp(β·x)) / β, and x itself where β·x > ``threshold`` (PyTorch's rule: there
     the two agree to float precision). The slope is sigmoid(β·x), 1 above the threshold."""
 
-    op_name = "softplus"
-
     @staticmethod
     def forward(ctx: Context, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
         xp = array_module(a)
@@ -183,8 +167,6 @@ class Softplus(Function):
 class Silu(Function):
     """SiLU (swish) x·sigmoid(x); slope s + x·s·(1 - s) with s = sigmoid(x)."""
 
-    op_name = "silu"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         a = _floating(a)
@@ -204,8 +186,6 @@ class Relu6(Function):
     """min(max(x, 0), 6); slope 0 where x <= 0 or x >= 6 (at the joints too), 1 elsewhere,
     NaN included, as PyTorch's hardtanh."""
 
-    op_name = "relu6"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         ctx.save_for_backward(a)
@@ -220,8 +200,6 @@ class Relu6(Function):
 class Hardswish(Function):
     """x · relu6(x + 3) / 6: 0 below -3, x above 3, x(x + 3)/6 between. Slope: 0 up to -3,
     x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch's values at the two joints)."""
-
-    op_name = "hardswish"
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
@@ -240,8 +218,6 @@ class Mish(Function):
     """x · tanh(softplus(x)), softplus(x) = log(1 + eˣ); with t = tanh(softplus(x)) the slope
     is t + x · sigmoid(x) · (1 - t²)."""
 
-    op_name = "mish"
-
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         xp = array_module(a)
@@ -259,8 +235,6 @@ class Mish(Function):
 class Sign(Function):
     """-1, 0 or +1 elementwise. Piecewise constant: its gradient is 0 everywhere (PyTorch's
     choice at the jumps too), so nothing upstream of a sign learns through it."""
-
-    op_name = "sign"
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
@@ -322,8 +296,6 @@ class Gelu(Function):
     in float32, the default float dtype.
     """
 
-    op_name = "gelu"
-
     @staticmethod
     def forward(ctx: Context, a: Any, approximate: str = "none") -> Any:
         xp = array_module(a)
@@ -346,8 +318,6 @@ class Gelu(Function):
 class Dropout(Function):
     """y = x ⊙ m for a fixed ``multiplier`` m (0 where dropped, 1/(1-p) where kept);
     backward: grad ⊙ m."""
-
-    op_name = "dropout"
 
     @staticmethod
     def forward(ctx: Context, x: Any, multiplier: Any) -> Any:

@@ -15,8 +15,6 @@ class Embedding(Function):
     v (repeated ids accumulate): the step ``rows_summed_by_id``, called through
     ``ctx.function`` (this op, or the kernel registered in its place)."""
 
-    op_name = "embedding"
-
     @staticmethod
     def forward(ctx: Context, weight: Any, ids: Any) -> Any:
         ids = array_module(weight).asarray(ids)

@@ -109,6 +109,7 @@ def register_kernel(op: type[Function], kernel: type[Function]) -> None:
     if not (isinstance(kernel, type) and issubclass(kernel, op) and kernel is not op):
         raise TypeError(f"register_kernel: the kernel for {op.__name__} must be a subclass "
                         f"of it, got {kernel!r}")
+    kernel.op_name = autograd.node_name(op)  # graphs, profiles and errors name the op
     _KERNELS[op] = kernel
 
 

@@ -37,8 +37,6 @@ class MatMul(Function):
     each summed over the batch axes that were broadcast. Each operand is saved only when
     the other's gradient needs it."""
 
-    op_name = "matmul"
-
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         _check_matmul_shapes(a, b)
@@ -81,8 +79,6 @@ class Linear(Function):
     ``add_bias`` and ``column_sum`` are called through ``ctx.function`` (this op, or the
     kernel registered in its place).
     """
-
-    op_name = "linear"
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:

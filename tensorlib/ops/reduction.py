@@ -47,8 +47,6 @@ def _count(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> int:
 
 
 class Sum(Function):
-    op_name = "sum"
-
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         ctx.shape, ctx.axis, ctx.keepdims = a.shape, axis, keepdims
@@ -61,8 +59,6 @@ class Sum(Function):
 
 class Mean(Function):
     """Σ x / n over ``axis``; nan over no elements (0 / 0, as in PyTorch)."""
-
-    op_name = "mean"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -83,8 +79,6 @@ class Mean(Function):
 class Max(Function):
     """Maximum; tied maxima share the gradient equally. Over an axis of length 0 there is
     no maximum (ValueError); an empty tensor reduced over other axes gives an empty one."""
-
-    op_name = "max"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -123,8 +117,6 @@ class Var(Function):
     estimate, 0: the biased one). Where n - correction <= 0 the divisor is 0, so the result
     is nan or inf, as in PyTorch."""
 
-    op_name = "var"
-
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
                 correction: float = 1.0) -> Any:
@@ -146,8 +138,6 @@ class Std(Function):
     """√var over ``axis`` (as :class:`Var`, with ``correction``). Where it is 0 (every value
     equal) its gradient is 0, as in PyTorch: the slope of √ there is infinite, and every
     deviation it would multiply is 0."""
-
-    op_name = "std"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
@@ -171,8 +161,6 @@ class Std(Function):
 class LogSumExp(Function):
     """log Σ exp(x), shifted by the maximum so that large inputs do not overflow; -inf over
     no elements (the log of an empty sum, as in PyTorch)."""
-
-    op_name = "logsumexp"
 
     @staticmethod
     def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:

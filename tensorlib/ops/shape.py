@@ -13,8 +13,6 @@ from tensorlib.tensor import Tensor
 
 
 class Reshape(Function):
-    op_name = "reshape"
-
     @staticmethod
     def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
         ctx.input_shape = a.shape
@@ -26,8 +24,6 @@ class Reshape(Function):
 
 
 class Permute(Function):
-    op_name = "permute"
-
     @staticmethod
     def forward(ctx: Context, a: Any, axes: tuple[int, ...]) -> Any:
         ctx.axes = axes
@@ -39,8 +35,6 @@ class Permute(Function):
 
 
 class Expand(Function):
-    op_name = "expand"
-
     @staticmethod
     def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
         ctx.input_shape = a.shape
@@ -80,8 +74,6 @@ class GetItem(Function):
     """``a[index]``: basic or advanced indexing. The backward scatters the gradient back,
     adding (not overwriting) where an advanced index repeats an element."""
 
-    op_name = "getitem"
-
     @staticmethod
     def forward(ctx: Context, a: Any, index: Any) -> Any:
         advanced = is_advanced_index(index)
@@ -107,8 +99,6 @@ class GetItem(Function):
 
 
 class Concat(Function):
-    op_name = "concat"
-
     @staticmethod
     def forward(ctx: Context, *arrays: Any, axis: int = 0) -> Any:
         ctx.axis = axis
@@ -127,8 +117,6 @@ class Concat(Function):
 
 class Where(Function):
     """``condition ? a : b``; each branch gets the gradient where it was chosen."""
-
-    op_name = "where"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any, condition: Any) -> Any:
@@ -214,8 +202,6 @@ class Gather(Function):
     """``out[i][j] = a[index[i][j]][j]`` along ``dim`` (numpy's ``take_along_axis``); the
     backward adds each entry's gradient to the entry it was picked from."""
 
-    op_name = "gather"
-
     @staticmethod
     def forward(ctx: Context, a: Any, dim: int, index: Any) -> Any:
         xp = array_module(a)
@@ -237,8 +223,6 @@ class Gather(Function):
 
 class Clone(Function):
     """A copy in memory of its own; the gradient passes through unchanged."""
-
-    op_name = "clone"
 
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:

@@ -58,8 +58,6 @@ class Softmax(Function):
     p = 0 there. The causal forward is the step ``causal_softmax``, called through
     ``ctx.function`` (this op, or the kernel registered in its place)."""
 
-    op_name = "softmax"
-
     @staticmethod
     def forward(ctx: Context, a: Any, axis: int = -1, causal: bool = False, offset: int = 0,
                 scale: float = 1.0) -> Any:

@@ -7,7 +7,8 @@ over all parameters at once, a kernel from here does it: in place of an op throu
 table (``stand_ins``: a subclass of the op that replaces its steps, registered with
 ``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
 (``sole_reference``), in ``Decoder.generate`` through the cached step it registers
-(``tensorlib.nn.transformer.register_cached_step``), in AdamW by its own call. They take
+(``tensorlib.nn.transformer.register_cached_step``), in AdamW through the step it registers
+(``tensorlib.optim.optimizer.register_step_kernel``). They take
 those places when ``register_all()`` runs, once, from ``tensorlib/__init__.py``. Each kernel's
 docstring says what it computes, the plain formula it stands in for, how accurate it is,
 and which section of docs/performance.md holds its measurements.
@@ -35,9 +36,11 @@ measured, more threads made a training step slower.
 The kernels import the backend and ``validation``; ``mode``, ``references`` and
 ``stand_ins`` import ``tensorlib.ops.function`` for the op table (its switch,
 ``register_kernel``); ``stand_ins`` also imports the ops it subclasses and
-``tensorlib.autograd`` (``Context``, the check it installs), and ``generation`` the
-Decoder's modules and ``register_cached_step``. Nothing else in tensorlib imports the
-kernels but the package itself and ``optim.AdamW``.
+``tensorlib.autograd`` (``Context``, the check it installs), ``generation`` the Decoder's
+modules and ``register_cached_step``, and ``adamw`` the optimizer and
+``register_step_kernel``. Nothing else in tensorlib imports the kernels but the package
+itself, to call ``register_all``: every arrow points from the kernels down to what they
+stand in for (``scripts/import_graph.py`` prints the layers).
 """
 
 from tensorlib.kernels import (  # noqa: F401
@@ -80,11 +83,13 @@ __all__ = [
 
 def register_all() -> None:
     """Put every kernel in its place: the stand-ins in the op table (``stand_ins``), the
-    engine's sole-owner check, and the Decoder's cached generation step (``generation``).
+    engine's sole-owner check, the Decoder's cached generation step (``generation``) and
+    AdamW's flat update (``adamw``).
     Called once, by ``tensorlib/__init__.py``: importing tensorlib does this and nothing
     else on the side."""
     stand_ins.register()
     generation.register()
+    adamw.register()
 
 
 def clear_caches() -> None:

@@ -9,6 +9,8 @@ import numpy as np
 
 from tensorlib.backend import array_module, writable
 from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
+from tensorlib.optim.adamw import AdamW
+from tensorlib.optim.optimizer import register_step_kernel
 from tensorlib.validation import is_floating
 
 __all__ = ["adamw_step"]
@@ -182,3 +184,8 @@ def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
     }
     _BUFFERS[optimizer] = flat
     return flat
+
+
+def register() -> None:
+    """Let ``adamw_step`` stand in for ``AdamW.step``'s loop (when its flat case applies)."""
+    register_step_kernel(AdamW, adamw_step)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import kernels, validation
+from tensorlib import validation
 from tensorlib.autograd import no_grad
 from tensorlib.backend import array_module
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
@@ -15,6 +15,7 @@ from tensorlib.optim.optimizer import (
     Optimizer,
     ParamsOrModule,
     staged_array,
+    step_by_kernel,
 )
 
 
@@ -95,7 +96,7 @@ class AdamW(Optimizer):
     # ------------------------------------------------------------------- update
     def step(self) -> None:
         """Apply one AdamW update to every trainable parameter that has a gradient."""
-        if kernels.enabled() and kernels.adamw_step(self):
+        if step_by_kernel(self):
             return  # every parameter at once, in flat buffers (tensorlib.kernels.adamw)
         pending = self.gradients_to_apply()
         if not pending:

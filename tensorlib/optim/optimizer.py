@@ -15,6 +15,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.backend import array_module, writable
 from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
+from tensorlib.ops.function import kernels_on
 from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
@@ -408,6 +409,30 @@ class Optimizer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         raise NotImplementedError
+
+
+# ------------------------------------------------------------------------ step kernels
+_STEP_KERNELS: dict[type[Optimizer], Callable[[Any], bool]] = {}
+
+
+def register_step_kernel(optimizer_class: type[Optimizer], step: Callable[[Any], bool]) -> None:
+    """Let ``step(optimizer)`` stand in for the update loop of optimizers of exactly
+    ``optimizer_class``: it returns True when it has made the whole update, or False,
+    having changed nothing, when the optimizer's own loop must run. ``tensorlib.kernels``
+    registers ``adamw_step`` for ``AdamW``; reference mode sets it aside."""
+    if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
+        raise TypeError(f"register_step_kernel: optimizer_class must be an Optimizer "
+                        f"subclass, got {optimizer_class!r}")
+    if not callable(step):
+        raise TypeError(f"register_step_kernel: step must be callable, got {step!r}")
+    _STEP_KERNELS[optimizer_class] = step
+
+
+def step_by_kernel(optimizer: Optimizer) -> bool:
+    """Run the step kernel registered for ``type(optimizer)``, unless reference mode is on;
+    True when it made the update."""
+    step = _STEP_KERNELS.get(type(optimizer)) if kernels_on() else None
+    return step is not None and step(optimizer)
 
 
 def weight_decay_groups(module: Module, weight_decay: float) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab reads settings overrides from the environment it runs in (never the user's home).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: setup lab test test-portable test-checks test-torch test-nbgrader test-browser lint bench graphviz chromium clean
+.PHONY: setup lab test test-portable test-checks test-torch test-nbgrader test-browser book test-book lint bench graphviz chromium clean
 
 setup: $(STAMP) $(LAB_SETTINGS) graphviz
 
@@ -61,7 +61,7 @@ PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 # check, and `make test-portable` (CI's second stage) runs both copies under nbval.
 test: setup
 	$(BIN)/ruff check .
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun" tests notebooks/*.ipynb --nbval --nbval-current-env -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests notebooks/*.ipynb --nbval --nbval-current-env -q
 
 # The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
@@ -83,7 +83,7 @@ test-checks: setup
 # the browser test, which reads only the stored notebooks) and the notebooks that import torch.
 test-torch: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun" tests --ignore tests/test_browser.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests --ignore tests/test_browser.py -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 
 # The teacher's copies through nbgrader itself (the optional nbgrader extra, installed with the
@@ -93,8 +93,24 @@ test-nbgrader: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[nbgrader]"
 	PATH="$(abspath $(BIN)):$$PATH" $(TEST_THREADS) $(BIN)/python -m pytest tests/test_nbgrader.py -q
 
+# The teacher's edition as a static website in book/_build/html (git-ignored): the notebooks of
+# notebooks/solutions/ with their stored outputs (never executed), a landing page and the API
+# reference, built by Sphinx with -W from the configuration in book/. Installs the optional
+# book extra (Sphinx, myst-nb, the book theme, MathJax from sphinx-mathjax-offline; pinned,
+# the pinned versions kept) first. Prints the build's time, size and page count.
+book: setup
+	@$(BIN)/python -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: the book needs Python 3.11 or newer (Sphinx 9)")'
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[book]"
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python scripts/build_book.py
+
+# The built book in Chromium, offline (tests/test_book.py, marked book: not part of make test):
+# every page at a laptop's and a phone's width, every image, drawing and equation, no request
+# to another host, the search. Builds the book first; required to run, never to skip.
+test-book: book chromium
+	TENSORLIB_REQUIRE_BOOK=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -m book tests/test_book.py -q
+
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info book/_build

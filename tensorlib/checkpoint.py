@@ -41,6 +41,7 @@ import numpy as np
 from tensorlib.autograd import no_grad
 from tensorlib.backend import writable
 from tensorlib.files import write_atomic
+from tensorlib.nn.layers import BatchNorm1d, BatchNorm2d
 from tensorlib.nn.module import Module, Parameter, check_module
 from tensorlib.rng import Rng
 
@@ -300,12 +301,22 @@ def _read_file(path: str | os.PathLike) -> bytes:
 
 
 # =============================================================================== arguments
+# The layers whose buffers training changes (BatchNorm's running statistics), by the names of
+# those buffers: state a parameters-only checkpoint would lose. Buffers that construction
+# rebuilds (the programmed cores' tables, NF4's codes) are not listed.
+RUNNING_BUFFERS: dict[type[Module], tuple[str, ...]] = {
+    BatchNorm1d: ("running_mean", "running_var", "num_batches_tracked"),
+    BatchNorm2d: ("running_mean", "running_var", "num_batches_tracked"),
+}
+
+
 def _check_module(module: Any) -> None:
     """A Module whose whole state is its parameters: TLCKPT v1 stores nothing else."""
     check_module(module, "module")
     running = [f"{prefix}.{name}" if prefix else name
-               for prefix, child in module.named_modules() for name in child.running_buffers
-               if name in child._buffers]
+               for prefix, child in module.named_modules()
+               for kind, names in RUNNING_BUFFERS.items() if isinstance(child, kind)
+               for name in names if name in child._buffers]
     if running:
         raise ValueError(
             f"TLCKPT v1 stores parameters only, and this {type(module).__name__} has buffers "

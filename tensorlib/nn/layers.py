@@ -234,7 +234,6 @@ class _BatchNorm(Module):
     counts it in ``num_batches_tracked``; nothing else of it).
     """
 
-    running_buffers = ("running_mean", "running_var", "num_batches_tracked")  # see Module
     input_layouts: dict[int, str] = {}  # ndim: layout, e.g. {4: "(N, C, H, W)"}
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,

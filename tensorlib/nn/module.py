@@ -102,10 +102,6 @@ class Module:
     checks it against the whole of ``model``.
     """
 
-    # Names of buffers that training changes (BatchNorm's running statistics): state that a
-    # parameters-only checkpoint would lose, so ``tensorlib.checkpoint`` refuses the module.
-    running_buffers: tuple[str, ...] = ()
-
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})

@@ -148,8 +148,6 @@ class Context:
         self.next: tuple[Any, ...] = ()
         self.input_shapes: tuple[tuple[int, ...], ...] = ()
         self.input_dtypes: tuple[np.dtype, ...] = ()
-        self.output_shape: tuple[int, ...] = ()
-        self.output_dtype: np.dtype | None = None
         self.watched: list[tuple[list[int], int, int]] = []
         self.retained_output: weakref.ref | None = None  # set by Tensor.retain_grad()
         self.freed = False
@@ -178,7 +176,7 @@ class Context:
 
 _CONTEXT_FIELDS = frozenset({
     "function", "name", "saved", "needs_input_grad", "next", "input_shapes", "input_dtypes",
-    "output_shape", "output_dtype", "watched", "retained_output", "freed",
+    "watched", "retained_output", "freed",
 })
 
 

@@ -187,7 +187,6 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
     )
     ctx.input_shapes = tuple([None if t is None else t._data.shape for t in inputs])
     ctx.input_dtypes = tuple([None if t is None else t._data.dtype for t in inputs])
-    ctx.output_shape, ctx.output_dtype = output.shape, output.dtype
     if ctx.saved:
         # An input or the output whose memory the op saved (the array itself, a view of it,
         # or the array it is a view of: max's keepdims array, reshaped) is watched

@@ -407,6 +407,8 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
     # Breadth-first from the output: ids follow distance from the output, then input order.
     # Every op is visited (to count what is hidden); the first max_nodes get drawn.
     op_ids: dict[int, str] = {id(root.grad_fn): "op0"}
+    # each op's output shape and dtype, as the op that consumes it recorded its input's
+    outputs: dict[int, tuple[Any, Any]] = {id(root.grad_fn): (root.shape, root.dtype)}
     drawn_ops = 1
     hidden_ops: Counter[str] = Counter()
     leaf_ids: dict[int, str] = {}
@@ -421,7 +423,10 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
                 order.append(node)
             else:
                 hidden_ops[node.name] += 1
-            for parent in node.next:
+            for position, parent in enumerate(node.next):
+                if isinstance(parent, Context) and id(parent) not in outputs:
+                    outputs[id(parent)] = (node.input_shapes[position],
+                                           node.input_dtypes[position])
                 if isinstance(parent, Context) and id(parent) not in op_ids:
                     over_budget = not drawn or (max_nodes is not None
                                                 and drawn_ops >= max_nodes)
@@ -440,9 +445,9 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
         is_root = node is root.grad_fn
         retained = node.retained_output() if node.retained_output is not None else None
         grad = _grad_array(root) if is_root else _grad_array(retained)
-        fields = _tensor_fields("output" if is_root else "", node.output_shape,
-                                node.output_dtype, root._data if is_root else None, grad,
-                                precision, small)
+        shape, dtype = outputs[id(node)]
+        fields = _tensor_fields("output" if is_root else "", shape, dtype,
+                                root._data if is_root else None, grad, precision, small)
         graph.node(node_id + "_out", fields=fields, attrs={"penwidth": "2"} if is_root else {})
         graph.edge(node_id, node_id + "_out")
         for parent in node.next:

@@ -386,7 +386,5 @@ def test_ops_under_no_grad_save_nothing_and_record_nothing(contexts):
     assert contexts.made == 0 and saved == [None, None]
     z = Probe.apply(x)  # a gradient is wanted: one node, with its saved array
     assert contexts.made == 1 and isinstance(z.grad_fn, Context) and saved[-1][0] is x.numpy()
-    np.testing.assert_array_equal(Probe.forward_only(x.numpy()), y.numpy())  # arrays only
-    assert contexts.made == 1 and saved[-1] is None
     z.backward(np.ones(3, np.float32))
     np.testing.assert_array_equal(x.grad, np.full(3, 2.0, np.float32))

@@ -37,6 +37,7 @@ from tensorlib.nn.layers import (
 from tensorlib.nn.module import Module
 from tensorlib.nn.transformer import CachedStep, Decoder, DecoderBlock, register_cached_step
 from tensorlib.ops.attention import attend
+from tensorlib.ops.function import Function, _implementation, _Unrecorded
 
 __all__ = ["BlockArrays", "DecoderArrays", "decoder_arrays", "decoder_step",
            "prepare_decoder_step"]
@@ -122,9 +123,19 @@ def _attention(block: BlockArrays, x: Any, start: int, cache: Any) -> Any:
     return _linear(merged, *block.output)
 
 
+def _op_forward(op: type[Function], *arrays: Any, **params: Any) -> Any:
+    """The array ``op.apply`` computes under ``no_grad`` (the op's kernel, where one is
+    registered), on raw arrays, with nothing saved or recorded: so that a whole step on
+    arrays computes exactly what the modules' ops compute."""
+    function = _implementation(op, arrays, params)
+    ctx = _Unrecorded(function)
+    ctx.needs_input_grad = (False,) * len(arrays)
+    return function.forward(ctx, *arrays, **params)
+
+
 def _linear(x: Any, weight: Any, bias: Any) -> Any:
     """What the Linear op computes, x Wᵀ + b over the last axis, on arrays."""
-    return ops.Linear.forward_only(x, weight, bias)
+    return _op_forward(ops.Linear, x, weight, bias)
 
 
 # ------------------------------------------------------------------------ when it stands in
@@ -237,13 +248,13 @@ def _linear_arrays(linear: Linear) -> tuple[Any, Any]:
 
 def _layer_norm(x: np.ndarray, weight: Any, bias: Any, eps: float) -> np.ndarray:
     """What the LayerNorm op computes, on arrays (the ``layer_norm`` of ``decoder_step``)."""
-    return ops.LayerNorm.forward_only(x, weight, bias, eps=eps)
+    return _op_forward(ops.LayerNorm, x, weight, bias, eps=eps)
 
 
 def _gelu(a: np.ndarray) -> np.ndarray:
     """What the Gelu op computes (exact GELU), on an array (the ``gelu`` of
     ``decoder_step``)."""
-    return ops.Gelu.forward_only(a)
+    return _op_forward(ops.Gelu, a)
 
 
 # The children a cached forward calls, and what each must be for decoder_step to stand in.

@@ -83,17 +83,6 @@ class Function:
             _record_node(ctx, inputs, output, result)
         return result
 
-    @classmethod
-    def forward_only(cls, *arrays: Any, **params: Any) -> Any:
-        """``forward`` on raw arrays, with no gradient wanted and nothing saved or recorded:
-        the array ``apply`` computes under ``no_grad``, without the Tensors around it, for
-        code that runs a whole step on arrays and must compute exactly what the op
-        computes."""
-        function = _implementation(cls, arrays, params)
-        ctx = _Unrecorded(function)
-        ctx.needs_input_grad = (False,) * len(arrays)
-        return function.forward(ctx, *arrays, **params)
-
 
 # -------------------------------------------------------------------- kernels in place of ops
 _KERNELS: dict[type[Function], type[Function]] = {}

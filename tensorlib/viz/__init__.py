@@ -14,18 +14,20 @@ from tensorlib.viz.graph import (
 )
 
 # The plotting modules import matplotlib, most of a second: each loads when one of its names
-# is first used, so a notebook that only draws graphs never waits for it.
+# is first used, so a notebook that only draws graphs never waits for it. The signal
+# statistics are computed in tensorlib.signals (no matplotlib) and are also found here,
+# where notebook 07 imports them from.
 _LAZY = {
     "plot_ladder_curves": "ladder",
     "plot_loss_by_position": "ladder",
-    "ActivationTrace": "plots",
+    "ActivationTrace": "tensorlib.signals",
     "LiveLossPlot": "plots",
-    "SignalStatistics": "plots",
-    "activation_statistics": "plots",
+    "SignalStatistics": "tensorlib.signals",
+    "activation_statistics": "tensorlib.signals",
     "confusion_matrix": "images",
     "exponential_moving_average": "plots",
-    "format_statistics": "plots",
-    "gradient_statistics": "plots",
+    "format_statistics": "tensorlib.signals",
+    "gradient_statistics": "tensorlib.signals",
     "plot_activation_histograms": "plots",
     "plot_attention": "plots",
     "plot_confusion_matrix": "images",
@@ -37,7 +39,7 @@ _LAZY = {
     "plot_images": "images",
     "plot_loss_curves": "plots",
     "plot_trajectories": "plots",
-    "record_activations": "plots",
+    "record_activations": "tensorlib.signals",
     "TrainingWatch": "training",
     "WatchRecord": "training",
     "dead_unit_fraction": "training",
@@ -88,7 +90,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'tensorlib.viz' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"tensorlib.viz.{_LAZY[name]}"), name)
+    module = _LAZY[name]
+    value = getattr(importlib.import_module(module if "." in module
+                                            else f"tensorlib.viz.{module}"), name)
     globals()[name] = value  # later look-ups find it without coming here
     return value
 

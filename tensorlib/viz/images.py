@@ -26,7 +26,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tensorlib import validation
-from tensorlib.viz.plots import NOTEBOOK_FIGURE_WIDTH, _as_array, _figure_and_axes, _new_figure
+from tensorlib.signals import as_array
+from tensorlib.viz.plots import NOTEBOOK_FIGURE_WIDTH, _figure_and_axes, _new_figure
 
 __all__ = ["confusion_matrix", "plot_confusion_matrix", "plot_feature_maps", "plot_filters",
            "plot_images"]
@@ -55,12 +56,12 @@ def _grid(count: int, columns: int, panel_size: float, extra_height: float
 
 def _images(images: Any, what: str) -> np.ndarray:
     """``(N, H, W)`` float64 from ``(N, H, W)`` or ``(N, 1, H, W)`` (an array or a Tensor)."""
-    array = np.asarray(_as_array(images, what), dtype=np.float64)
+    array = np.asarray(as_array(images, what), dtype=np.float64)
     if array.ndim == 4 and array.shape[1] == 1:
         array = array[:, 0]
     if array.ndim != 3 or 0 in array.shape:
         raise ValueError(f"{what} must be (N, H, W) or (N, 1, H, W) with N, H, W > 0, got "
-                         f"shape {np.shape(_as_array(images, what))}")
+                         f"shape {np.shape(as_array(images, what))}")
     return array
 
 
@@ -118,13 +119,13 @@ def plot_filters(weight: Any, columns: int = 8, title: str | None = None,
     index; with C > 1 each filter is a row and each input channel a column, the rows named
     "filter o" and the columns "in c".
     """
-    array = np.asarray(_as_array(weight, "weight"), dtype=np.float64)
+    array = np.asarray(as_array(weight, "weight"), dtype=np.float64)
     if array.ndim == 3:
         array = array[:, None]
     if array.ndim != 4 or 0 in array.shape:
         raise ValueError(f"weight must be (out_channels, in_channels, kH, kW) or "
                          f"(out_channels, kH, kW), got shape "
-                         f"{np.shape(_as_array(weight, 'weight'))}")
+                         f"{np.shape(as_array(weight, 'weight'))}")
     outputs, inputs = array.shape[:2]
     columns = validation.positive_integer(columns, "columns")
     if inputs > 1 and inputs > columns:
@@ -163,14 +164,14 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
         raise ValueError("maps must be a non-empty dict: layer name -> (C, H, W) array")
     rows = []
     for name, value in maps.items():
-        array = np.asarray(_as_array(value, f"maps[{name!r}]"), dtype=np.float64)
+        array = np.asarray(as_array(value, f"maps[{name!r}]"), dtype=np.float64)
         if array.ndim == 4 and array.shape[0] == 1:
             array = array[0]
         if array.ndim == 2:
             array = array[None]
         if array.ndim != 3 or 0 in array.shape:
             raise ValueError(f"maps[{name!r}] must be (C, H, W), (1, C, H, W) or (H, W), got "
-                             f"shape {np.shape(_as_array(value, f'maps[{name!r}]'))}")
+                             f"shape {np.shape(as_array(value, f'maps[{name!r}]'))}")
         rows.append((str(name), array))
     max_channels = validation.positive_integer(max_channels, "max_channels")
     columns = min(max_channels, max(len(array) for _, array in rows))
@@ -215,7 +216,7 @@ def _classes(labels: np.ndarray, predictions: np.ndarray,
 
 
 def _class_ids(values: Any, what: str) -> np.ndarray:
-    array = np.asarray(_as_array(values, what))
+    array = np.asarray(as_array(values, what))
     if array.ndim != 1:
         raise ValueError(f"{what} must be 1-D (one class id per example), got shape "
                          f"{array.shape}")

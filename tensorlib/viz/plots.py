@@ -9,9 +9,9 @@ its figure.
 * :func:`plot_loss_curves` and :class:`LiveLossPlot`: train and validation loss.
 * :func:`plot_attention`: attention probabilities as one heatmap per head.
 * :func:`plot_decision_boundary`: the regions a 2-D classifier assigns to each class.
-* :func:`record_activations`, :func:`activation_statistics`, :func:`gradient_statistics`,
-  :func:`plot_activation_histograms`, :func:`plot_gradient_histograms`: per-layer signal
-  statistics, the diagnostics for vanishing, exploding and saturating signals.
+* :func:`plot_activation_histograms`, :func:`plot_gradient_histograms`: per-layer signals
+  and their statistics (computed in :mod:`tensorlib.signals`), the diagnostics for
+  vanishing, exploding and saturating signals.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import functools
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,28 +27,25 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tensorlib import validation
-from tensorlib.nn.capture import capture_activations
-from tensorlib.nn.container import ModuleList
-from tensorlib.nn.layers import MLP, HookPoint
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
+from tensorlib.signals import (
+    activation_statistics,
+    as_array,
+    gradient_statistics,
+    named_signals,
+)
 from tensorlib.tensor import Tensor
 from tensorlib.train import exponential_moving_average
 
 __all__ = [
-    "ActivationTrace",
     "LiveLossPlot",
-    "SignalStatistics",
-    "activation_statistics",
     "exponential_moving_average",
-    "format_statistics",
-    "gradient_statistics",
     "plot_activation_histograms",
     "plot_attention",
     "plot_decision_boundary",
     "plot_gradient_histograms",
     "plot_loss_curves",
-    "record_activations",
 ]
 
 
@@ -112,16 +108,6 @@ def _finish_axes(axes: Axes, xlabel: str, ylabel: str, title: str | None,
     axes.legend(**legend)
     if title:
         axes.set_title(title)
-
-
-def _as_array(value: Any, what: str) -> np.ndarray:
-    if isinstance(value, Tensor):
-        return value._data
-    try:
-        return np.asarray(value)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{what} must be an array or a Tensor, got {type(value).__name__}") \
-            from error
 
 
 # =============================================================================== loss curves
@@ -205,12 +191,12 @@ def plot_functions(x: Any, curves: dict[str, Any], title: str | None = None,
                    ax: Axes | None = None) -> Figure:
     """One line per entry of ``curves`` (label -> values at ``x``), e.g. activation
     functions or their derivatives on a grid. Every curve must have ``x``'s length."""
-    grid = _as_array(x, "x").ravel()
+    grid = as_array(x, "x").ravel()
     if not curves:
         raise ValueError("plot_functions needs at least one curve")
     lines = {}
     for label, values in curves.items():
-        array = _as_array(values, f"curve {label!r}").ravel()
+        array = as_array(values, f"curve {label!r}").ravel()
         if array.shape != grid.shape:
             raise ValueError(f"curve {label!r} has {array.size} values for {grid.size} x values")
         lines[label] = array
@@ -244,7 +230,7 @@ def plot_trajectories(function: Callable[[np.ndarray, np.ndarray], np.ndarray],
         raise ValueError(f"resolution must be at least 2, got {resolution}")
     paths = {}
     for label, points in trajectories.items():
-        array = _as_array(points, f"trajectory {label!r}")
+        array = as_array(points, f"trajectory {label!r}")
         if array.ndim != 2 or array.shape[1] != 2 or len(array) == 0:
             raise ValueError(f"trajectory {label!r} must be a non-empty (steps, 2) array of "
                              f"points, got shape {array.shape}")
@@ -376,7 +362,7 @@ def _attention_mask(mask: Any, array: np.ndarray) -> np.ndarray:
             return causal if looks_causal else np.zeros(array.shape, dtype=bool)
         chosen = causal
     else:
-        given = _as_array(mask, "mask")
+        given = as_array(mask, "mask")
         if given.dtype != np.bool_:
             raise TypeError(f"mask must be a boolean array (True where attention is "
                             f"forbidden), got dtype {given.dtype}")
@@ -418,14 +404,14 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
     T_key)`` or ``(H, T_query, T_key)``, True where forbidden (as ``F.causal_mask``), masks
     exactly those. Masked cells holding nonzero probability raise ValueError.
     """
-    array = np.asarray(_as_array(probabilities, "probabilities"), dtype=np.float64)
+    array = np.asarray(as_array(probabilities, "probabilities"), dtype=np.float64)
     if array.ndim == 4 and array.shape[0] == 1:
         array = array[0]
     if array.ndim == 2:
         array = array[None]
     if array.ndim != 3:
         raise ValueError(f"probabilities must be (T, T), (H, T, T) or (1, H, T, T), got shape "
-                         f"{np.shape(_as_array(probabilities, 'probabilities'))}")
+                         f"{np.shape(as_array(probabilities, 'probabilities'))}")
     head_count, queries, keys = array.shape
     key_labels = query_labels = None
     if tokens is not None:
@@ -489,7 +475,7 @@ def _predict_scores(model_fn: Any, inputs: np.ndarray, as_tensor: bool) -> np.nd
     Module runs in eval mode (its modules' modes are restored)."""
     with evaluation_mode(model_fn):
         result = model_fn(Tensor(inputs) if as_tensor else inputs)
-    return np.asarray(_as_array(result, "the model's output"), dtype=np.float64)
+    return np.asarray(as_array(result, "the model's output"), dtype=np.float64)
 
 
 def _classes_from_scores(scores: np.ndarray, count: int, threshold: float) -> np.ndarray:
@@ -518,10 +504,10 @@ def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: 
     """
     if not callable(model_fn):
         raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
-    xy = np.asarray(_as_array(points, "points"), dtype=np.float32)
+    xy = np.asarray(as_array(points, "points"), dtype=np.float32)
     if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] == 0:
         raise ValueError(f"points must have shape (N, 2) with N > 0, got {xy.shape}")
-    classes = np.asarray(_as_array(labels, "labels"))
+    classes = np.asarray(as_array(labels, "labels"))
     if classes.shape != (xy.shape[0],) or classes.dtype.kind not in "iub":
         raise ValueError(f"labels must be {xy.shape[0]} integers, got shape {classes.shape} "
                          f"and dtype {classes.dtype}")
@@ -550,197 +536,6 @@ def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: 
 
 
 # =============================================================================== diagnostics
-def _step_name(index: int, step: Any) -> str:
-    if isinstance(step, Module):
-        return f"{index}: {type(step).__name__}"
-    return f"{index}: {getattr(step, '__name__', type(step).__name__)}"
-
-
-def _named_steps(layers: Any) -> list[tuple[str, Callable[[Tensor], Tensor]]]:
-    if isinstance(layers, MLP):
-        steps: list[tuple[str, Callable[[Tensor], Tensor]]] = []
-        pairs = zip(layers.layers, layers.activation_functions, strict=True)
-        for index, (linear, activation) in enumerate(pairs):
-            steps.append((f"layers.{index}: Linear", linear))
-            kind = getattr(activation, "__name__", "activation").lstrip("_")
-            steps.append((f"layers.{index}: {kind}", activation))
-        return steps
-    if isinstance(layers, ModuleList):
-        layers = list(layers)
-    if isinstance(layers, Mapping):
-        layers = list(layers.items())
-    if isinstance(layers, (str, bytes)) or not isinstance(layers, Iterable):
-        raise TypeError("layers must be an MLP, a ModuleList or a sequence of callables or "
-                        f"(name, callable) pairs, got {type(layers).__name__}")
-    steps = []
-    for index, step in enumerate(layers):
-        if isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str):
-            name, function = step
-        else:
-            name, function = _step_name(index, step), step
-        if not callable(function):
-            raise TypeError(f"layer {index} ({name}) is not callable: {function!r}")
-        steps.append((name, function))
-    if not steps:
-        raise ValueError("layers is empty")
-    return steps
-
-
-class ActivationTrace:
-    """The outputs of layers applied one after another, kept for inspection.
-
-    ``names[i]`` and ``tensors[i]`` are a recorded layer's name and output (with
-    ``retain_grad()``, so after a backward pass through ``output`` their ``.grad`` holds
-    d loss / d output). ``output`` is the last layer's output.
-    """
-
-    def __init__(self, names: list[str], tensors: list[Tensor], output: Tensor) -> None:
-        self.names = names
-        self.tensors = tensors
-        self.output = output
-
-    def activations(self) -> list[tuple[str, np.ndarray]]:
-        """``(name, values)`` for every recorded layer."""
-        return [(name, tensor._data) for name, tensor in zip(self.names, self.tensors,
-                                                              strict=True)]
-
-    def gradients(self) -> list[tuple[str, np.ndarray]]:
-        """``(name, d loss / d output)`` for every recorded layer; RuntimeError naming the
-        first layer without a gradient when no backward pass has reached it."""
-        result = []
-        for name, tensor in zip(self.names, self.tensors, strict=True):
-            if tensor.grad is None:
-                raise RuntimeError(f"layer {name!r} has no gradient: call backward() on a loss "
-                                   "computed from trace.output first")
-            result.append((name, np.asarray(tensor.grad)))
-        return result
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def __repr__(self) -> str:
-        return f"ActivationTrace({len(self)} layers: {', '.join(self.names)})"
-
-
-def record_activations(layers: Any, inputs: Any, only: str | None = None) -> ActivationTrace:
-    """Apply ``layers`` in order to ``inputs`` and record each layer's output.
-
-    ``layers`` is an ``MLP`` (each Linear and each activation is a step, named like
-    ``"layers.0: Linear"`` and ``"layers.0: tanh"``), a ``ModuleList``, or a sequence whose
-    items are callables (named ``"0: Linear"``, ``"1: tanh"``, ...) or ``(name, callable)``
-    pairs. ``only`` keeps the steps whose name contains that text (``only="tanh"``). The
-    graph is recorded as usual, so ``trace.output`` can feed a loss and ``backward()``.
-
-    The recording is :func:`~tensorlib.nn.capture_activations` with ``keep_graph=True``: a
-    :class:`~tensorlib.nn.HookPoint` after each kept step, its forward hook keeping the output.
-    """
-    steps = _named_steps(layers)
-    kept = [name for name, _ in steps if only is None or only in name]
-    if not kept:
-        raise ValueError(f"no layer name contains {only!r}; names are "
-                         f"{[name for name, _ in steps]}")
-    points = ModuleList(HookPoint() for _ in kept)  # recorded under "0", "1", ...
-    x = inputs if isinstance(inputs, Tensor) else Tensor(np.asarray(inputs, dtype=np.float32))
-    with capture_activations(points, keep_graph=True) as capture:
-        point = iter(points)
-        for name, function in steps:
-            x = function(x)
-            if not isinstance(x, Tensor):
-                raise TypeError(f"layer {name!r} returned {type(x).__name__}, not a Tensor")
-            if only is None or only in name:
-                x = next(point)(x)
-    return ActivationTrace(kept, [capture[str(index)] for index in range(len(kept))], x)
-
-
-@dataclass(frozen=True)
-class SignalStatistics:
-    """Summary of one layer's values: ``mean``, ``std`` (population) and, for activations,
-    ``saturated``, the fraction with ``|value| > saturation`` (None for gradients)."""
-
-    name: str
-    shape: tuple[int, ...]
-    mean: float
-    std: float
-    saturated: float | None
-
-
-def _named_arrays(source: Any, gradients: bool) -> list[tuple[str, np.ndarray]]:
-    if isinstance(source, ActivationTrace):
-        return source.gradients() if gradients else source.activations()
-    if isinstance(source, Module):
-        if not gradients:
-            raise TypeError("a Module has no recorded activations; use record_activations")
-        pairs = [(name, np.asarray(p.grad)) for name, p in source.named_parameters()
-                 if p.grad is not None]
-        if not pairs:
-            raise RuntimeError(f"no parameter of this {type(source).__name__} has a gradient; "
-                               "run backward() first")
-        return pairs
-    if isinstance(source, Mapping):
-        source = list(source.items())
-    if isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
-        raise TypeError("expected an ActivationTrace, a Module (gradients), a dict or a list "
-                        f"of (name, array) pairs, got {type(source).__name__}")
-    pairs = []
-    for index, item in enumerate(source):
-        if not (isinstance(item, tuple) and len(item) == 2):
-            raise TypeError(f"item {index} is not a (name, array) pair: {item!r}")
-        pairs.append((str(item[0]), np.asarray(_as_array(item[1], f"item {index}"))))
-    if not pairs:
-        raise ValueError("nothing to summarise: no (name, array) pairs")
-    return pairs
-
-
-def _statistics(pairs: list[tuple[str, np.ndarray]],
-                saturation: float | None) -> list[SignalStatistics]:
-    result = []
-    for name, values in pairs:
-        flat = np.asarray(values, dtype=np.float64).ravel()
-        if flat.size == 0:
-            raise ValueError(f"layer {name!r} has no values")
-        saturated = None if saturation is None else float(np.mean(np.abs(flat) > saturation))
-        result.append(SignalStatistics(name, tuple(np.shape(values)), float(flat.mean()),
-                                       float(flat.std()), saturated))
-    return result
-
-
-def activation_statistics(source: Any, saturation: float = 0.97) -> list[SignalStatistics]:
-    """Mean, std and saturated fraction (``|value| > saturation``) of each layer's output.
-
-    ``source`` is an :class:`ActivationTrace` or ``(name, array)`` pairs (or a dict).
-    """
-    saturation = validation.non_negative(saturation, "saturation")
-    return _statistics(_named_arrays(source, gradients=False), saturation)
-
-
-def gradient_statistics(source: Any) -> list[SignalStatistics]:
-    """Mean and std of each layer's gradient.
-
-    ``source`` is an :class:`ActivationTrace` after ``backward()`` (gradients of the
-    recorded outputs), a Module (every parameter whose ``.grad`` is set) or ``(name,
-    array)`` pairs.
-    """
-    return _statistics(_named_arrays(source, gradients=True), None)
-
-
-def format_statistics(statistics: Sequence[SignalStatistics], number_format: str = ".4f") -> str:
-    """A text table of :class:`SignalStatistics`, numbers in ``number_format`` (use
-    ``".3e"`` for small gradients)."""
-    rows = [("layer", "shape", "mean", "std", "saturated")]
-    for item in statistics:
-        rows.append((item.name, "x".join(str(d) for d in item.shape),
-                     format(item.mean, number_format), format(item.std, number_format),
-                     "-" if item.saturated is None else f"{item.saturated:.2%}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(width)
-                                             for cell, width in zip(row[1:], widths[1:],
-                                                                    strict=True)]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
-
-
 def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
                      labels: list[str], bins: int, value_range: tuple[float, float] | None
                      ) -> None:
@@ -769,7 +564,7 @@ def plot_activation_histograms(source: Any, bins: int = 60, saturation: float = 
     """One histogram line per layer of its output values; each legend entry gives the
     layer's mean, std and saturated fraction (see :func:`activation_statistics`)."""
     statistics = activation_statistics(source, saturation)
-    pairs = _named_arrays(source, gradients=False)
+    pairs = named_signals(source, gradients=False)
     labels = [f"{s.name}: mean {s.mean:+.2f}, std {s.std:.2f}, saturated {s.saturated:.1%}"
               for s in statistics]
     figure, axes = _figure_and_axes(ax, (7.0, 3.5))
@@ -787,7 +582,7 @@ def plot_gradient_histograms(source: Any, bins: int = 60,
     """One histogram line per layer of its gradient values; each legend entry gives the
     layer's mean and std (see :func:`gradient_statistics`)."""
     statistics = gradient_statistics(source)
-    pairs = _named_arrays(source, gradients=True)
+    pairs = named_signals(source, gradients=True)
     labels = [f"{s.name}: mean {s.mean:+.2e}, std {s.std:.2e}" for s in statistics]
     figure, axes = _figure_and_axes(ax, (7.0, 3.5))
     _histogram_lines(axes, pairs, labels, bins, value_range)

@@ -17,6 +17,7 @@ from tensorlib.viz import (
     LiveLossPlot,
     activation_statistics,
     exponential_moving_average,
+    figures,
     format_statistics,
     gradient_statistics,
     plot_activation_histograms,
@@ -105,7 +106,7 @@ def test_loss_curves_reject_inconsistent_data():
 
 # ------------------------------------------------------------------------------ live plot
 def test_live_loss_plot_outside_ipython_only_updates_the_figure(monkeypatch):
-    monkeypatch.setattr(plots, "_ipython_shell", lambda: None)
+    monkeypatch.setattr(figures, "ipython_shell", lambda: None)
     live = LiveLossPlot(every=2)
     live.update(1, 3.0)
     assert live.axes.get_lines() == []  # not redrawn yet
@@ -123,7 +124,7 @@ def test_live_loss_plot_in_ipython_replaces_the_output(monkeypatch):
     import IPython.display
 
     calls = []
-    monkeypatch.setattr(plots, "_ipython_shell", lambda: object())
+    monkeypatch.setattr(figures, "ipython_shell", lambda: object())
     monkeypatch.setattr(IPython.display, "clear_output",
                         lambda wait=False: calls.append(("clear", wait)))
     monkeypatch.setattr(IPython.display, "display", lambda obj: calls.append(("display", obj)))
@@ -138,7 +139,7 @@ def test_figures_display_as_png_in_ipython(monkeypatch):
 
     formatter = DisplayFormatter()
     shell = type("Shell", (), {"display_formatter": formatter})()
-    monkeypatch.setattr(plots, "_ipython_shell", lambda: shell)
+    monkeypatch.setattr(figures, "ipython_shell", lambda: shell)
     figure = plot_loss_curves(LOSSES)
     data, _ = formatter.format(figure)
     assert "image/png" in data and data["text/plain"].startswith("<Figure size")

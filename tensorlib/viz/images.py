@@ -2,7 +2,7 @@
 
 As in :mod:`tensorlib.viz.plots`, every function builds a ``matplotlib.figure.Figure``
 directly (never through ``pyplot``) and returns it; in Jupyter a returned figure displays as a
-PNG. Every figure is at most :data:`~tensorlib.viz.plots.NOTEBOOK_FIGURE_WIDTH` inches wide,
+PNG. Every figure is at most :data:`~tensorlib.viz.figures.NOTEBOOK_FIGURE_WIDTH` inches wide,
 so it fits a notebook's output area; panels shrink to fit.
 
 * :func:`plot_images`: a grid of small images (digits), each with its label, and the
@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 
 from tensorlib import validation
 from tensorlib.signals import as_array
-from tensorlib.viz.plots import NOTEBOOK_FIGURE_WIDTH, _figure_and_axes, _new_figure
+from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
 __all__ = ["confusion_matrix", "plot_confusion_matrix", "plot_feature_maps", "plot_filters",
            "plot_images"]
@@ -43,7 +43,7 @@ def _grid(count: int, columns: int, panel_size: float, extra_height: float
     columns = min(count, columns)
     rows = math.ceil(count / columns)
     size = min(panel_size, NOTEBOOK_FIGURE_WIDTH / columns)
-    figure = _new_figure((size * columns, size * rows + extra_height))
+    figure = new_figure((size * columns, size * rows + extra_height))
     grid = figure.subplots(rows, columns, squeeze=False)
     panels = grid.ravel()
     for axes in panels[count:]:
@@ -177,7 +177,7 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
     columns = min(max_channels, max(len(array) for _, array in rows))
     size = min(panel_size, NOTEBOOK_FIGURE_WIDTH / columns)
     height = (size + 0.2) * len(rows) + (0.35 if title else 0.0)  # each row and its name
-    figure = _new_figure((size * columns, height))
+    figure = new_figure((size * columns, height))
     for (name, array), part in zip(rows, figure.subfigures(len(rows), 1, squeeze=False)[:, 0],
                                    strict=True):
         shown = array[:max_channels]
@@ -254,7 +254,7 @@ def plot_confusion_matrix(labels: Any, predictions: Any,
     counts = confusion_matrix(labels, predictions, classes)
     names = _classes(_class_ids(labels, "labels"), _class_ids(predictions, "predictions"),
                      classes)
-    figure, axes = _figure_and_axes(ax, (4.6, 4.0))
+    figure, axes = figure_and_axes(ax, (4.6, 4.0))
     image = axes.imshow(counts, cmap=cmap, vmin=0, vmax=max(int(counts.max()), 1),
                         interpolation="nearest")
     threshold = counts.max() / 2

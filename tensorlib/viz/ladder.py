@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib.viz.plots import _figure_and_axes, _finish_axes
+from tensorlib.viz.figures import figure_and_axes, finish_axes
 
 __all__ = ["plot_ladder_curves", "plot_loss_by_position"]
 
@@ -29,7 +29,7 @@ def plot_ladder_curves(record: dict[str, Any], ax: Axes | None = None,
                        title: str | None = "the ladder: validation loss") -> Figure:
     """Each trained rung's validation loss (nats per character) against the step, one line
     per rung in the record's order; a rung without steps (the bigram) is a dashed line."""
-    figure, axes = _figure_and_axes(ax, (7.0, 4.0))
+    figure, axes = figure_and_axes(ax, (7.0, 4.0))
     for index, rung in enumerate(_rungs(record).values()):
         label = f"{rung['description']} ({rung['validation_loss']:.3f})"
         if rung["validation_curve"]:
@@ -38,7 +38,7 @@ def plot_ladder_curves(record: dict[str, Any], ax: Axes | None = None,
         else:
             axes.axhline(rung["validation_loss"], color=f"C{index}", linestyle="--",
                          linewidth=1.2, label=label)
-    _finish_axes(axes, "step", LOSS_LABEL, title, loc="upper right", fontsize="small")
+    finish_axes(axes, "step", LOSS_LABEL, title, loc="upper right", fontsize="small")
     return figure
 
 
@@ -54,7 +54,7 @@ def plot_loss_by_position(record: dict[str, Any],
     if missing:
         raise ValueError(f"the record has no rung(s) {', '.join(map(repr, missing))}; it has "
                          f"{', '.join(by_name)}")
-    figure, axes = _figure_and_axes(ax, (7.0, 4.0))
+    figure, axes = figure_and_axes(ax, (7.0, 4.0))
     order = list(by_name)
     for name in rungs:
         rung = by_name[name]
@@ -71,6 +71,6 @@ def plot_loss_by_position(record: dict[str, Any],
     share.set_ylim(0, 4 * shares.max())  # the bars fill the lowest quarter
     axes.set_zorder(share.get_zorder() + 1)
     axes.patch.set_visible(False)
-    _finish_axes(axes, "position in the name (letters already seen)", LOSS_LABEL, title,
+    finish_axes(axes, "position in the name (letters already seen)", LOSS_LABEL, title,
                  loc="upper right", fontsize="small")
     return figure

@@ -16,9 +16,7 @@ its figure.
 
 from __future__ import annotations
 
-import functools
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +35,8 @@ from tensorlib.signals import (
 )
 from tensorlib.tensor import Tensor
 from tensorlib.train import exponential_moving_average
+from tensorlib.viz import figures
+from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
 __all__ = [
     "LiveLossPlot",
@@ -47,67 +47,6 @@ __all__ = [
     "plot_gradient_histograms",
     "plot_loss_curves",
 ]
-
-
-# =============================================================================== figures
-def _ipython_shell() -> Any:
-    """The running IPython shell, or None (IPython is never imported here)."""
-    ipython = sys.modules.get("IPython")
-    return ipython.get_ipython() if ipython is not None else None
-
-
-def _enable_notebook_display() -> None:
-    """Let IPython show a bare ``Figure`` as a PNG.
-
-    matplotlib's inline backend registers this formatter only once ``pyplot`` has made a
-    figure; figures built without pyplot would otherwise show as ``<Figure ...>`` text.
-    An existing registration (yours, or the inline backend's) is left alone.
-    """
-    shell = _ipython_shell()
-    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
-    if not formatters or "image/png" not in formatters:
-        return
-    png = formatters["image/png"]
-    try:
-        png.lookup_by_type(Figure)
-    except KeyError:
-        from IPython.core.pylabtools import print_figure
-
-        png.for_type(Figure, functools.partial(print_figure, fmt="png", base64=True,
-                                               bbox_inches="tight"))
-
-
-# Inches a figure may be wide to fit a JupyterLab output area (960 px) at matplotlib's 100 dpi.
-NOTEBOOK_FIGURE_WIDTH = 9.4
-
-
-def _new_figure(figsize: tuple[float, float]) -> Figure:
-    _enable_notebook_display()
-    return Figure(figsize=figsize, layout="constrained")
-
-
-def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    _enable_notebook_display()  # also for figures the caller made and passes axes of
-    if ax is None:
-        figure = _new_figure(figsize)
-        return figure, figure.add_subplot()
-    if not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
-    figure = ax.figure
-    while not isinstance(figure, Figure):  # a SubFigure: climb to the figure that holds it
-        figure = figure.figure
-    return figure, ax
-
-
-def _finish_axes(axes: Axes, xlabel: str, ylabel: str, title: str | None,
-                 **legend: Any) -> None:
-    """The labels, a light grid, the legend (``legend`` passed on) and the title, if any."""
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    axes.grid(True, alpha=0.3)
-    axes.legend(**legend)
-    if title:
-        axes.set_title(title)
 
 
 # =============================================================================== loss curves
@@ -163,7 +102,7 @@ def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bo
     steps, train, eval_steps, validation = _loss_columns(history_or_dict)
     if log_scale and (np.any(train <= 0) or np.any(validation <= 0)):
         raise ValueError("log_scale needs positive losses; the data has values <= 0")
-    figure, axes = _figure_and_axes(ax, (6.0, 3.5))
+    figure, axes = figure_and_axes(ax, (6.0, 3.5))
     if smoothing:
         smoothed = exponential_moving_average(train, smoothing)
         axes.plot(steps, train, color=color, alpha=0.3, linewidth=1.0, label=f"{label} (raw)")
@@ -200,7 +139,7 @@ def plot_functions(x: Any, curves: dict[str, Any], title: str | None = None,
         if array.shape != grid.shape:
             raise ValueError(f"curve {label!r} has {array.size} values for {grid.size} x values")
         lines[label] = array
-    figure, axes = _figure_and_axes(ax, (5.0, 3.5))
+    figure, axes = figure_and_axes(ax, (5.0, 3.5))
     for label, array in lines.items():
         axes.plot(grid, array, linewidth=1.5, label=label)
     axes.axhline(0.0, color="#999999", linewidth=0.8)
@@ -244,7 +183,7 @@ def plot_trajectories(function: Callable[[np.ndarray, np.ndarray], np.ndarray],
         if positive.size == 0:
             raise ValueError("log_levels needs a function with positive values on the grid")
         levels = np.geomspace(positive.min(), surface.max(), levels)
-    figure, axes = _figure_and_axes(ax, (6.0, 4.5))
+    figure, axes = figure_and_axes(ax, (6.0, 4.5))
     axes.contour(grid_x, grid_y, surface, levels=levels, cmap="Greys", linewidths=0.8)
     for index, (label, array) in enumerate(paths.items()):
         color = f"C{index}"
@@ -282,7 +221,7 @@ class LiveLossPlot:
         self.log_scale = bool(log_scale)
         self.every = int(every)
         self.title = title
-        self.figure = _new_figure(figsize)
+        self.figure = new_figure(figsize)
         self.axes = self.figure.add_subplot()
         self.steps: list[int] = []
         self.train_losses: list[float] = []
@@ -315,7 +254,7 @@ class LiveLossPlot:
         if self.steps:
             plot_loss_curves(self.as_dict(), self.smoothing, self.log_scale, ax=self.axes,
                              title=self.title)
-        if _ipython_shell() is not None:
+        if figures.ipython_shell() is not None:
             from IPython.display import clear_output, display
 
             clear_output(wait=True)
@@ -437,7 +376,7 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
     panel_size = min(panel_size, (NOTEBOOK_FIGURE_WIDTH - 0.8) / ncols)  # fit the page
     any_masked = bool(masked[chosen].any())
     height = panel_size * nrows + (0.4 if title else 0) + (0.3 if any_masked else 0)
-    figure = _new_figure((panel_size * ncols + 0.8, height))
+    figure = new_figure((panel_size * ncols + 0.8, height))
     grid = figure.subplots(nrows, ncols, squeeze=False)
     image = None
     used = []
@@ -524,7 +463,7 @@ def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: 
                                      threshold)
     accuracy = float(np.mean(predicted == classes.astype(np.int64)))
     class_count = int(max(classes.max(), predicted_grid.max())) + 1
-    figure, axes = _figure_and_axes(ax, (4.5, 4.0))
+    figure, axes = figure_and_axes(ax, (4.5, 4.0))
     axes.contourf(grid_x, grid_y, predicted_grid.reshape(resolution, resolution),
                   levels=np.arange(class_count + 1) - 0.5, cmap=cmap, alpha=0.35)
     axes.scatter(xy[:, 0], xy[:, 1], c=classes, cmap=cmap, vmin=0,
@@ -567,7 +506,7 @@ def plot_activation_histograms(source: Any, bins: int = 60, saturation: float = 
     pairs = named_signals(source, gradients=False)
     labels = [f"{s.name}: mean {s.mean:+.2f}, std {s.std:.2f}, saturated {s.saturated:.1%}"
               for s in statistics]
-    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    figure, axes = figure_and_axes(ax, (7.0, 3.5))
     _histogram_lines(axes, pairs, labels, bins, value_range)
     axes.set_xlabel("activation value")
     if title:
@@ -584,7 +523,7 @@ def plot_gradient_histograms(source: Any, bins: int = 60,
     statistics = gradient_statistics(source)
     pairs = named_signals(source, gradients=True)
     labels = [f"{s.name}: mean {s.mean:+.2e}, std {s.std:.2e}" for s in statistics]
-    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    figure, axes = figure_and_axes(ax, (7.0, 3.5))
     _histogram_lines(axes, pairs, labels, bins, value_range)
     axes.set_xlabel("gradient value")
     if title:

@@ -36,7 +36,7 @@ from tensorlib.nn.capture import capture_activations
 from tensorlib.nn.layers import Tanh
 from tensorlib.nn.module import Module
 from tensorlib.train import RangeTest
-from tensorlib.viz.plots import _figure_and_axes, _finish_axes
+from tensorlib.viz.figures import figure_and_axes, finish_axes
 
 __all__ = ["TrainingWatch", "WatchRecord", "dead_unit_fraction",
            "plot_learning_rate_range_test", "plot_update_ratios", "watch_training"]
@@ -156,11 +156,11 @@ def plot_update_ratios(watch: TrainingWatch, guide: float = -3.0, ax: Axes | Non
         raise TypeError(f"expected a TrainingWatch, got {type(watch).__name__}")
     if not watch.records:
         raise ValueError("nothing watched yet: pass watch.step_done to train() as its callback")
-    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    figure, axes = figure_and_axes(ax, (7.0, 3.5))
     for name, history in watch.update_ratio_history().items():
         axes.plot(watch.steps, history, linewidth=1.2, label=name)
     axes.axhline(validation.real(guide, "guide"), color="black", linestyle="--", linewidth=1.0)
-    _finish_axes(axes, "step", "log10(std(update) / std(weight))", title, fontsize=8)
+    finish_axes(axes, "step", "log10(std(update) / std(weight))", title, fontsize=8)
     return figure
 
 
@@ -173,7 +173,7 @@ def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
         raise TypeError(f"expected a RangeTest, got {type(result).__name__}")
     if len(result.losses) == 0:
         raise ValueError("the range test recorded no loss")
-    figure, axes = _figure_and_axes(ax, (7.0, 3.5))
+    figure, axes = figure_and_axes(ax, (7.0, 3.5))
     exponents = np.log10(result.learning_rates)
     smoothed = result.smoothed_losses()
     axes.plot(exponents, result.losses, linewidth=0.8, alpha=0.4, label="loss at each step")
@@ -182,5 +182,5 @@ def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
     axes.axvline(math.log10(suggestion), color="black", linestyle="--", linewidth=1.0,
                  label=f"suggestion {suggestion:.3g}")
     axes.set_ylim(0.95 * float(np.min(result.losses)), 1.5 * float(smoothed[0]))  # the blow-up
-    _finish_axes(axes, "log10(learning rate)", "training loss", title, fontsize=8)  # off the top
+    finish_axes(axes, "log10(learning rate)", "training loss", title, fontsize=8)  # off the top
     return figure

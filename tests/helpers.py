@@ -1,7 +1,10 @@
 """Helpers shared by several test files (pytest puts this folder on ``sys.path``)."""
 
+import contextlib
 import functools
 import re
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +76,34 @@ def sanitize(text):
     for regex, replacement in _sanitize_patterns():
         text = re.sub(regex, replacement, text)
     return text
+
+
+# ------------------------------------------------------------------------- the browser tests
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def find_chromium() -> str | None:
+    """Debian's chromium, or any ``chromium`` on PATH."""
+    if Path("/usr/bin/chromium").is_file():
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+@contextlib.contextmanager
+def headless_chromium(fail_or_skip: Callable[[str], None]) -> Iterator[object]:
+    """Headless system Chromium driven by Playwright; ``fail_or_skip(reason)`` when either is
+    missing (each browser test says whether that fails or skips it)."""
+    chromium = find_chromium()
+    if chromium is None:
+        fail_or_skip("Chromium is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        fail_or_skip("the playwright package is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

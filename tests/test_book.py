@@ -24,7 +24,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,16 +31,14 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from helpers import headless_chromium
+
 pytestmark = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("TENSORLIB_BOOK_SITE", ROOT / "book" / "_build" / "html"))
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 HOW_TO_RUN = "run `make test-book` (it installs the book extra, builds the book and chromium)"
 PAGE_TIMEOUT_MS = 60_000
 OVERFLOW_TOLERANCE_PX = 1   # sub-pixel layout rounding
@@ -269,13 +266,6 @@ def fail_or_skip(reason: str) -> None:
     pytest.skip(message)
 
 
-def find_chromium() -> str | None:
-    """Debian's chromium, or any ``chromium`` on PATH."""
-    if Path("/usr/bin/chromium").is_file():
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
-
-
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -300,17 +290,8 @@ def site_url():
 @pytest.fixture(scope="module")
 def chromium_browser():
     """Headless system Chromium driven by Playwright (skips when either is missing)."""
-    chromium = find_chromium()
-    if chromium is None:
-        fail_or_skip("Chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        fail_or_skip("the playwright package is not installed")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    with headless_chromium(fail_or_skip) as browser:
         yield browser
-        browser.close()
 
 
 def offline_context(browser, origin: str, traffic: Traffic, viewport: dict):

@@ -34,13 +34,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import headless_chromium
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PICTURE_MIME_TYPES = ("image/png", "image/svg+xml")
 VIEWPORT = {"width": 1400, "height": 900}
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 HOW_TO_RUN = ("run scripts/ensure_chromium.sh (as root) and pip install playwright, then "
               "`.venv/bin/python -m pytest tests/test_browser.py`")
 SERVER_START_TIMEOUT_S = 60
@@ -207,13 +205,6 @@ def fail_or_skip(reason: str) -> None:
     pytest.skip(message)
 
 
-def find_chromium() -> str | None:
-    """Debian's chromium, or any ``chromium`` on PATH."""
-    if Path("/usr/bin/chromium").is_file():
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on."""
     with socket.socket() as probe:
@@ -236,17 +227,8 @@ def stop_process_group(process: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def chromium_browser():
     """Headless system Chromium driven by Playwright (skips when either is missing)."""
-    chromium = find_chromium()
-    if chromium is None:
-        fail_or_skip("Chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        fail_or_skip("the playwright package is not installed")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    with headless_chromium(fail_or_skip) as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

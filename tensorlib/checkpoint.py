@@ -38,12 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.autograd import no_grad
-from tensorlib.backend import writable
 from tensorlib.files import write_atomic
 from tensorlib.nn.layers import BatchNorm1d, BatchNorm2d
-from tensorlib.nn.module import Module, Parameter, check_module
+from tensorlib.nn.module import (
+    Module,
+    Parameter,
+    StateDictError,
+    check_module,
+    copy_staged,
+    stage_by_name,
+)
 from tensorlib.rng import Rng
+from tensorlib.tensor import Tensor
 
 __all__ = [
     "FLAG_ADAMW",
@@ -482,23 +488,15 @@ def save_legacy_weights(path: str | os.PathLike, module: Module) -> None:
 
 # =============================================================================== loading
 def _match_parameters(contents: _Contents, live: dict[str, Parameter],
-                      owner: str) -> list[tuple[Parameter, np.ndarray]]:
-    stored = {p.name: p for p in contents.parameters}
-    problems = [f"missing parameter '{name}'" for name in live if name not in stored]
-    problems += [f"unknown parameter '{name}'" for name in stored if name not in live]
-    staged = []
-    for name, parameter in live.items():
-        if name in stored:
-            entry = stored[name]
-            if entry.shape != tuple(parameter.shape):
-                problems.append(f"'{name}' has shape {entry.shape} in the file, "
-                                f"{tuple(parameter.shape)} in the model")
-            elif not writable(parameter._data):
-                problems.append(f"'{name}' is read-only in the model")
-            else:
-                staged.append((parameter, entry.values.reshape(entry.shape)))
-    if problems:
-        raise CheckpointError(f"checkpoint does not fit {owner}: " + "; ".join(problems))
+                      owner: str) -> list[tuple[Tensor, np.ndarray]]:
+    """The file's parameters staged for ``live`` by name (``stage_by_name``, strict: the
+    same names, the same shapes), or CheckpointError listing every problem."""
+    stored = {entry.name: entry.values.reshape(entry.shape) for entry in contents.parameters}
+    try:
+        staged, _ = stage_by_name(dict(live), stored, True, f"checkpoint does not fit {owner}",
+                                  source="the file")
+    except StateDictError as error:
+        raise CheckpointError(str(error)) from None
     return staged
 
 
@@ -591,9 +589,7 @@ def _load(path: str | os.PathLike, live: dict[str, Parameter], optimizer: Any,
         except (ValueError, TypeError, KeyError) as error:
             raise CheckpointError(f"the optimizer rejected the checkpoint's AdamW state: "
                                   f"{error}") from error
-    with no_grad():
-        for parameter, values in staged:
-            parameter.copy_(values)
+    copy_staged(staged)
     if rng is not None:
         rng.state = contents.rng_state
 

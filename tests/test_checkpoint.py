@@ -506,12 +506,12 @@ def test_name_and_shape_rejections(tmp_path):
     entries = _live_entries()
     _reject(tmp_path, encode(entries + [dict(entries[1])])[0], "duplicate parameter name 'bias'")
     renamed = [dict(entries[0], name="weights")] + entries[1:]
-    _reject(tmp_path, encode(renamed)[0], "missing parameter 'weight'; unknown parameter 'weights'")
-    _reject(tmp_path, encode(entries[1:])[0], "missing parameter 'weight'")
+    _reject(tmp_path, encode(renamed)[0], "missing key 'weight'; unexpected key 'weights'")
+    _reject(tmp_path, encode(entries[1:])[0], "missing key 'weight'")
     _reject(tmp_path, encode(entries + [dict(entries[1], name="extra")])[0],
-            "unknown parameter 'extra'")
+            "unexpected key 'extra'")
     transposed = [dict(entries[0], shape=(3, 2))] + entries[1:]
-    _reject(tmp_path, encode(transposed)[0], r"'weight' has shape \(3, 2\) in the file")
+    _reject(tmp_path, encode(transposed)[0], r"'weight': shape \(3, 2\) in the file")
     _reject(tmp_path, encode([dict(entries[0], count=5)] + entries[1:])[0], "element count 5")
     _reject(tmp_path, encode([dict(entries[0], name=b"\xff\xfe")] + entries[1:])[0], "UTF-8")
     _reject(tmp_path, encode([dict(entries[0], name=b"")] + entries[1:])[0], "empty name")

@@ -591,11 +591,32 @@ def check_module(value: Any, what: str) -> Module:
 
 def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
                  failure: str) -> IncompatibleKeys:
-    """Copy ``state``'s values into the tensors ``own`` by name, all or nothing: every
-    problem (a missing or unexpected key under ``strict``, a shape, a dtype that is not a
-    number or changes a buffer's kind of number, a read-only array) is collected and raised
-    in one ``StateDictError`` starting with ``failure`` before anything changes. What
-    ``load_state_dict`` and ``tensorlib.nn.lora.load_lora_state_dict`` are made of."""
+    """Copy ``state``'s values into the tensors ``own`` by name, all or nothing
+    (:func:`stage_by_name`, then :func:`copy_staged`). What ``load_state_dict``
+    and ``tensorlib.nn.lora.load_lora_state_dict`` are made of."""
+    staged, keys = stage_by_name(own, state, strict, failure)
+    copy_staged(staged)
+    return keys
+
+
+def copy_staged(staged: list[tuple[Tensor, np.ndarray]]) -> None:
+    """Commit what :func:`stage_by_name` staged: each array into its tensor with ``copy_``
+    under ``no_grad`` (bumping its version)."""
+    with no_grad():
+        for target, array in staged:
+            target.copy_(array)
+
+
+def stage_by_name(own: dict[str, Tensor], state: Any, strict: bool, failure: str,
+                  source: str = "the state"
+                  ) -> tuple[list[tuple[Tensor, np.ndarray]], IncompatibleKeys]:
+    """Check ``state`` (arrays or Tensors by name) against the tensors ``own`` and return
+    what to copy where, each value as a new array of its target's dtype, with the missing
+    and unexpected keys. Nothing is changed. Every problem (a missing or unexpected key
+    under ``strict``, a shape, a dtype that is not a number or changes a buffer's kind of
+    number, a read-only target) is collected and raised in one ``StateDictError`` starting
+    with ``failure``; ``source`` names where the values come from in its messages. The one
+    loader by name: ``load_state_dict``, the adapters' and the checkpoint's loads use it."""
     if not isinstance(state, dict):
         raise TypeError(f"expected a dict of arrays by name, got {type(state).__name__}")
     missing = [name for name in own if name not in state]
@@ -608,13 +629,13 @@ def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
         value = state[name]
         array = value._data if isinstance(value, Tensor) else np.asarray(value)
         if array.shape != target.shape:
-            problems.append(f"'{name}': shape {array.shape} in the state, {target.shape} in "
+            problems.append(f"'{name}': shape {array.shape} in {source}, {target.shape} in "
                             "the model")
         elif array.dtype.kind not in "fiu":
             problems.append(f"'{name}': dtype {array.dtype} is not numeric")
         elif not isinstance(target, Parameter) and \
                 is_floating(array.dtype) != is_floating(target.dtype):
-            problems.append(f"'{name}': dtype {array.dtype} in the state, {target.dtype} "
+            problems.append(f"'{name}': dtype {array.dtype} in {source}, {target.dtype} "
                             "in the model (a buffer keeps its kind of number)")
         elif not writable(target._data):
             problems.append(f"'{name}': the model's array is read-only")
@@ -625,10 +646,7 @@ def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
                     + [f"unexpected key '{name}'" for name in unexpected] + problems)
     if problems:
         raise StateDictError(f"{failure}: " + "; ".join(problems))
-    with no_grad():
-        for target, array in staged:
-            target.copy_(array)
-    return IncompatibleKeys(missing, unexpected)
+    return staged, IncompatibleKeys(missing, unexpected)
 
 
 def named_extra_parameters(module: Module) -> list[tuple[str, Parameter]]:

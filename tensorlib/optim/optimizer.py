@@ -28,18 +28,20 @@ def collect_parameters(params_or_module: ParamsOrModule, allow_empty: bool = Fal
     Names are the module's dotted names, the mapping's keys, or ``"parameter i"`` for a
     plain iterable. Raises TypeError for anything that is not a Parameter, ValueError for an
     empty list, for a parameter that appears twice, and for a module whose parameters are all
-    frozen while it has attached adapters (which train outside ``parameters()``).
+    frozen while it holds extra parameters (``named_extra_parameters``: parameters outside
+    ``parameters()``, such as attached adapters), which nothing would train.
     """
     if isinstance(params_or_module, Module):
         named = list(params_or_module.named_parameters(include_frozen=True))
         parameters = [p for _, p in named]
         names = [name for name, _ in named]
-        if named_extra_parameters(params_or_module) and not any(p.trainable
-                                                                for p in parameters):
+        extra = [name for name, _ in named_extra_parameters(params_or_module)]
+        if extra and not any(p.trainable for p in parameters):
             raise ValueError(
                 f"every parameter of this {type(params_or_module).__name__} is frozen, and "
-                "its LoRA adapters are not among its parameters(): give the optimizer "
-                "lora_parameters(model)")
+                f"the {len(extra)} it holds outside parameters() ('{extra[0]}', ...) train "
+                "only when given by name, as their owner lists them (for LoRA adapters: "
+                "give the optimizer lora_parameters(model))")
     elif isinstance(params_or_module, Mapping):
         if not all(isinstance(name, str) for name in params_or_module):
             raise TypeError("a mapping of parameters must have string names as its keys")

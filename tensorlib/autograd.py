@@ -140,16 +140,28 @@ class Context:
     or None), the input shapes and dtypes (to check gradients), and the saved arrays.
     """
 
+    # The engine's own fields; whatever else an op stores is dropped by ``release``.
+    function: type[Function]
+    name: str  # node_name(function)
+    saved: tuple[Any, ...] | None  # save_for_backward's arrays; None once released
+    needs_input_grad: tuple[bool, ...]
+    next: tuple[Any, ...]  # per input: its producing node, a leaf tensor, or None
+    input_shapes: tuple[tuple[int, ...], ...]
+    input_dtypes: tuple[np.dtype, ...]
+    watched: list[tuple[list[int], int, int]]  # (version box, version when saved, input or -1)
+    retained_output: weakref.ref | None  # set by Tensor.retain_grad()
+    freed: bool
+
     def __init__(self, function: type[Function]):
         self.function = function
-        self.name: str = node_name(function)
-        self.saved: tuple[Any, ...] | None = ()
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self.next: tuple[Any, ...] = ()
-        self.input_shapes: tuple[tuple[int, ...], ...] = ()
-        self.input_dtypes: tuple[np.dtype, ...] = ()
-        self.watched: list[tuple[list[int], int, int]] = []
-        self.retained_output: weakref.ref | None = None  # set by Tensor.retain_grad()
+        self.name = node_name(function)
+        self.saved = ()
+        self.needs_input_grad = ()
+        self.next = ()
+        self.input_shapes = ()
+        self.input_dtypes = ()
+        self.watched = []
+        self.retained_output = None
         self.freed = False
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -167,17 +179,11 @@ class Context:
         self.saved = None
         self.watched = []
         self.freed = True
-        for key in [k for k in self.__dict__ if k not in _CONTEXT_FIELDS]:
+        for key in [k for k in self.__dict__ if k not in Context.__annotations__]:
             delattr(self, key)
 
     def __repr__(self) -> str:
         return f"<{self.name} backward>"
-
-
-_CONTEXT_FIELDS = frozenset({
-    "function", "name", "saved", "needs_input_grad", "next", "input_shapes", "input_dtypes",
-    "watched", "retained_output", "freed",
-})
 
 
 # ------------------------------------------------------------------------------- unbroadcast

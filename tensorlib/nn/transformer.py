@@ -48,11 +48,9 @@ class DecoderBlock(Module):
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
                  rng: Rng | None = None, dtype: Any = np.float32):
         super().__init__()
+        # channels is checked here, where 4·channels is computed; heads, dropout, eps and
+        # dtype by the layers that use them (MultiheadAttention, Dropout, LayerNorm, Linear).
         self.channels = validation.positive_integer(channels, "channels")
-        validation.positive_integer(heads, "heads")
-        validation.heads_divide(self.channels, heads)
-        validation.probability(dropout, "dropout")
-        dtype = validation.float_dtype(dtype)
         generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
         hidden = 4 * self.channels
         self.attention_norm = LayerNorm(self.channels, eps, dtype=dtype)
@@ -107,7 +105,7 @@ class Decoder(Module):
         super().__init__()
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"Decoder needs a DecoderConfig, got {type(config).__name__}")
-        dtype = validation.float_dtype(dtype)
+        # The config checked itself when it was made; dtype is checked by the first layer.
         generator = resolve_rng(rng)
         self.config = config
         c = config

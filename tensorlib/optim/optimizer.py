@@ -181,8 +181,10 @@ class ParamGroup(dict):
 
 
 class GroupSetting:
-    """``optimizer.lr`` and the like: reading gives the value every group shares (ValueError
-    when groups differ: read ``param_groups[i][name]``); assigning sets it in every group."""
+    """``optimizer.lr`` and the like, a view of the groups (where each value is kept, as in
+    PyTorch): reading gives the value every group shares (ValueError when groups differ:
+    read ``param_groups[i][name]``); assigning checks the value once and sets it in every
+    group."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -198,9 +200,9 @@ class GroupSetting:
         return values[0]
 
     def __set__(self, optimizer: Any, value: Any) -> None:
-        value = optimizer.GROUP_SETTINGS[self.name](value, self.name)
+        value = optimizer.GROUP_SETTINGS[self.name](value, self.name)  # checked once, for all
         for group in optimizer.param_groups:
-            group[self.name] = value
+            dict.__setitem__(group, self.name, value)
 
 
 def _group_specs(params_or_module: Any) -> tuple[list[tuple[list[Parameter], list[str], dict]],

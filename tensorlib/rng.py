@@ -19,7 +19,7 @@ array of draws can be produced at once with numpy's wrap-around ``uint64`` arith
 without a Python loop. Array draws always equal the same number of successive scalar
 draws, in C order.
 
-Floating-point results follow the float32 arithmetic of the reference C implementation:
+Floating-point results follow the float32 arithmetic of the specification's C code:
 
 * ``unit``: the top 24 bits of a draw, times 2^-24, so a float32 in [0, 1).
 * ``uniform``: ``low + (high - low) * unit``, each operation rounded to float32.
@@ -56,7 +56,7 @@ _F32 = np.float32
 # 1.0f / 16777216.0f == 2^-24, exact in float32.
 _F32_INV_2_POW_24 = _F32(1.0 / 16777216.0)
 # In C, the float literal 16777217.0f cannot be represented (float32 has a 24-bit
-# significand) and rounds to the nearest even neighbour, 16777216.0f. The reference Box-Muller
+# significand) and rounds to the nearest even neighbour, 16777216.0f. The specified Box-Muller
 # divisor is therefore 2^24, and we reproduce exactly that: np.float32(16777217.0) == 2^24.
 _F32_BOX_MULLER_DIVISOR = _F32(16777217.0)
 # 6.28318530717958647692f rounds to the float32 nearest 2*pi, 6.2831855f.
@@ -220,7 +220,7 @@ class Rng:
         """Uniform samples in [low, high), one draw each, computed in float32.
 
         Each sample is ``low + (high - low) * unit`` where ``unit`` is the top 24 bits of a
-        draw times 2^-24, with every operation rounded to float32 as in the C reference.
+        draw times 2^-24, with every operation rounded to float32 as in the specification's C code.
         (Because of that rounding a sample can equal ``high`` when the float32 spacing near
         ``high`` is coarse.) Returns a Python float when ``size`` is None, else an array of
         ``dtype`` (float32 by default; other float dtypes receive the same float32 values).

@@ -290,16 +290,16 @@ def test_adamw_kernel_declines_what_it_does_not_cover_and_changes_nothing():
 
 
 # --------------------------------------------------------------------------------- engine
-def test_sole_reference_sees_other_references():
+def test_sole_owner_sees_other_holders():
     def held_by_one_name():
         array = np.ones(3)
-        return kernels.sole_reference(array)
+        return kernels.sole_owner(array)
 
     assert held_by_one_name() is True
     shared = np.ones(3)
     others = [shared]
-    assert kernels.sole_reference(shared) is False and others
-    assert kernels.sole_reference(np.ones(4)[1:]) is False  # a view does not own its memory
+    assert kernels.sole_owner(shared) is False and others
+    assert kernels.sole_owner(np.ones(4)[1:]) is False  # a view does not own its memory
 
 
 def test_a_fresh_leaf_gradient_is_kept_without_a_copy_only_outside_reference_mode():

@@ -6,7 +6,7 @@ approximation, a BLAS call instead of a reduction, a sort instead of a scatter, 
 over all parameters at once, a kernel from here does it: in place of an op through the op
 table (``stand_ins``: a subclass of the op that replaces its steps, registered with
 ``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
-(``sole_reference``), in ``Decoder.generate`` through the cached step it registers
+(``sole_owner``), in ``Decoder.generate`` through the cached step it registers
 (``tensorlib.nn.transformer.register_cached_step``), in AdamW through the step it registers
 (``tensorlib.optim.optimizer.register_step_kernel``). They take
 those places when ``register_all()`` runs, once, from ``tensorlib/__init__.py``. Each kernel's
@@ -23,7 +23,7 @@ formula, standing in for an op's step (``stand_ins``) or called where ``enabled(
 they may run: ``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and
 ``layer_norm_backward``, ``cross_entropy_rows`` and ``cross_entropy_backward``,
 ``shared_matmul`` and ``shared_matmul_backward``, ``rows_summed_by_id``, ``adamw_step``,
-``sole_reference``, and ``decoder_step`` (one cached generation step of a Decoder on raw
+``sole_owner``, and ``decoder_step`` (one cached generation step of a Decoder on raw
 arrays, no graph).
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, AdamW's
@@ -33,7 +33,7 @@ bit, for any number of threads. They run on the calling thread alone unless a pr
 for more (``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
 measured, more threads made a training step slower.
 
-The kernels import the backend and ``validation``; ``mode``, ``references`` and
+The kernels import the backend and ``validation``; ``mode``, ``holders`` and
 ``stand_ins`` import ``tensorlib.ops.function`` for the op table (its switch,
 ``register_kernel``); ``stand_ins`` also imports the ops it subclasses and
 ``tensorlib.autograd`` (``Context``, the check it installs), ``generation`` the Decoder's
@@ -55,6 +55,7 @@ from tensorlib.kernels import (  # noqa: F401
 from tensorlib.kernels.adamw import adamw_step
 from tensorlib.kernels.gelu import erf_float32, gelu_float32
 from tensorlib.kernels.generation import decoder_step
+from tensorlib.kernels.holders import sole_owner
 from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.mode import enabled, is_reference_mode, reference_mode, set_reference_mode
@@ -65,7 +66,6 @@ from tensorlib.kernels.reductions import (
     constant_vector,
     row_sums,
 )
-from tensorlib.kernels.references import sole_reference
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
 from tensorlib.kernels.threads import get_num_threads, set_num_threads
@@ -77,7 +77,7 @@ __all__ = [
     "enabled", "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode",
     "layer_norm", "layer_norm_backward", "reference_mode", "register_all", "row_sums",
     "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
-    "shared_matmul_backward", "sole_reference", "threads",
+    "shared_matmul_backward", "sole_owner", "threads",
 ]
 
 

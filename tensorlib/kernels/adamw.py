@@ -16,7 +16,7 @@ from tensorlib.validation import is_floating
 __all__ = ["adamw_step"]
 
 # Per optimizer: the flat buffers (moments, staged new moments, gradients, values, scratch) and
-# the views into them. Kept here, not on the optimizer, so reference mode never sees them.
+# the views into them. Kept here, not on the optimizer, so first mode never sees them.
 _BUFFERS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 # Entries per cache block: the update's 15 passes over 32K entries of its seven buffers
 # (900 KB) find them in the CPU's cache after the first (on the CPU; a GPU takes the
@@ -49,15 +49,15 @@ def adamw_step(optimizer: Any) -> bool:
     if step is None:
         return False
     parameters = optimizer.parameters
-    reference = parameters[0]._data
-    xp, dtype = array_module(reference), reference.dtype.type
+    first = parameters[0]._data
+    xp, dtype = array_module(first), first.dtype.type
     coefficient = None
     if optimizer.max_grad_norm > 0.0:
         try:
             coefficient = optimizer.clip_coefficient([p.grad._data for p in parameters])
         except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
             return False
-    flat = _flat_buffers(optimizer, xp, reference.dtype)
+    flat = _flat_buffers(optimizer, xp, first.dtype)
     xp.concatenate([p.grad._data.reshape(-1) for p in parameters], out=flat["grads"])
     xp.concatenate([p._data.reshape(-1) for p in parameters], out=flat["values"])
     if coefficient is not None:
@@ -76,8 +76,8 @@ def _common_step(optimizer: Any) -> int | None:
     if len(optimizer.param_groups) != 1:
         return None
     parameters, state = optimizer.parameters, optimizer.state
-    reference = parameters[0]._data
-    if not is_floating(reference.dtype):
+    first = parameters[0]._data
+    if not is_floating(first.dtype):
         return None
     step = state[0]["step"] + 1
     for parameter, entry in zip(parameters, state, strict=True):
@@ -85,8 +85,8 @@ def _common_step(optimizer: Any) -> int | None:
         data = parameter._data
         if (not parameter.requires_grad or grad is None or not writable(data)
                 or type(grad) is not type(data)
-                or grad.shape != data.shape or grad.dtype != reference.dtype
-                or data.dtype != reference.dtype or type(data) is not type(reference)
+                or grad.shape != data.shape or grad.dtype != first.dtype
+                or data.dtype != first.dtype or type(data) is not type(first)
                 or entry["step"] != step - 1):
             return None
     return step

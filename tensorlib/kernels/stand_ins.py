@@ -17,11 +17,11 @@ from tensorlib import autograd, ops
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.kernels.gelu import gelu_float32
+from tensorlib.kernels.holders import sole_owner
 from tensorlib.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.kernels.normalization import layer_norm, layer_norm_backward
 from tensorlib.kernels.reductions import blas_column_sum, blas_row_sum
-from tensorlib.kernels.references import sole_reference
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
 from tensorlib.ops.function import register_kernel
@@ -134,7 +134,7 @@ KERNELS = (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel, S
 
 def register() -> None:
     """Put each kernel above in the op table in place of the op it subclasses, and install
-    the engine's check that an array has no other owner (``sole_reference``)."""
+    the engine's check that an array has no other owner (``sole_owner``)."""
     for kernel in KERNELS:
         register_kernel(kernel.__mro__[1], kernel)
-    autograd.set_unshared_check(sole_reference)
+    autograd.set_unshared_check(sole_owner)

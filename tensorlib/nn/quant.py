@@ -37,6 +37,7 @@ import numpy as np
 
 from tensorlib import validation
 from tensorlib.backend import array_module
+from tensorlib.holders import other_holders
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
 from tensorlib.nn.module import Module, Parameter, named_extra_parameters
@@ -47,7 +48,6 @@ from tensorlib.nn.surgery import (
     find_linear_layers,
     replace_layer,
 )
-from tensorlib.references import other_references
 from tensorlib.tensor import Tensor
 from tensorlib.validation import is_floating
 
@@ -246,12 +246,12 @@ def _describe_holder(referrer: Any, target: Any) -> str:
 def _check_not_held(name: str, layer: Linear) -> None:
     """Refuse to release a dense weight while anything but ``layer`` refers to it: a
     variable, an optimizer's parameter list, a recorded graph would keep a tensor whose
-    data is gone. The reference count (``tensorlib.references``) says whether anything
+    data is gone. The reference count (``tensorlib.holders``) says whether anything
     does; the garbage collector's referrers say what (a running function's local variables
     it cannot name)."""
     gc.collect()  # what only a dead reference cycle keeps alive does not count
     weight = layer._parameters["weight"]
-    extra = other_references(weight, known=1)  # known: the layer's own entry
+    extra = other_holders(weight, known=1)  # known: the layer's own entry
     if extra is None or extra <= 0:  # None: no counts outside CPython
         return
     own_frame = inspect.currentframe()

@@ -1,9 +1,9 @@
 """Who else holds an object: the one reference-count rule of the package (CPython).
 
-``other_references(obj, known)`` is how many references to ``obj`` exist besides the
+``other_holders(obj, known)`` is how many references to ``obj`` exist besides the
 caller's own name for it and ``known`` others the caller can account for. Two places ask:
 the backward engine, whether a fresh gradient array can become ``.grad`` without a copy
-(``tensorlib.kernels.references.sole_reference``), and NF4 conversion, whether anything
+(``tensorlib.kernels.holders.sole_owner``), and NF4 conversion, whether anything
 outside the layer still holds the dense weight it would release
 (``tensorlib.nn.quant``).
 """
@@ -13,14 +13,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["other_references"]
+__all__ = ["other_holders"]
 
 
 def _count(obj: Any) -> int:
     return sys.getrefcount(obj)
 
 
-def other_references(obj: Any, known: int = 0) -> int | None:
+def other_holders(obj: Any, known: int = 0) -> int | None:
     """The references to ``obj`` beyond the caller's one name for it (a local variable or
     parameter) and ``known`` more; None outside CPython, where there are no counts.
 
@@ -33,14 +33,14 @@ def other_references(obj: Any, known: int = 0) -> int | None:
 
 
 def _calibrate() -> int | None:
-    """What ``_count`` reports, called from ``other_references``, for an object that only
+    """What ``_count`` reports, called from ``other_holders``, for an object that only
     one local name holds."""
     if sys.implementation.name != "cpython":
         return None
     global _ONE_NAME
     _ONE_NAME = 0
     probe = object()
-    return other_references(probe)
+    return other_holders(probe)
 
 
 _ONE_NAME: int | None = None

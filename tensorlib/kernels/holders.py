@@ -1,4 +1,4 @@
-"""Whether an array is referred to by its caller alone (CPython reference counts)."""
+"""Whether an array is held by its caller alone (CPython reference counts)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.holders import other_holders
 from tensorlib.ops.function import kernels_on
-from tensorlib.references import other_references
 
-__all__ = ["sole_reference"]
+__all__ = ["sole_owner"]
 
 
-def sole_reference(array: Any) -> bool:
+def sole_owner(array: Any) -> bool:
     """True when ``array`` owns its memory and only the caller's one local name refers to
     it, so that nothing else can see it change (always False outside CPython, and in
     reference mode). The backward engine asks it before keeping a gradient as ``.grad``
@@ -20,7 +20,7 @@ def sole_reference(array: Any) -> bool:
 
     Stands in for: ``False``, that is, the backward engine's plain rule that a leaf's
     ``.grad`` is a copy of any gradient the engine did not sum itself.
-    How: ``tensorlib.references.other_references``, the package's reference count, with
+    How: ``tensorlib.holders.other_holders``, the package's reference count, with
     the caller's name as the one known reference besides this function's parameter. A
     fresh gradient from a backward (for example a weight's dW = dyᵀ x) then becomes
     ``.grad`` without a copy: one pass over every parameter's gradient saved per step.
@@ -30,5 +30,5 @@ def sole_reference(array: Any) -> bool:
     """
     if not (kernels_on() and isinstance(array, np.ndarray) and array.base is None):
         return False
-    others = other_references(array, known=1)  # known: the caller's local name
+    others = other_holders(array, known=1)  # known: the caller's local name
     return others is not None and others <= 0

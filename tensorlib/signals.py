@@ -4,27 +4,45 @@
 gradient, after a backward pass); :func:`activation_statistics` and
 :func:`gradient_statistics` summarise them per layer (mean, std, the saturated fraction), the
 diagnostics for vanishing, exploding and saturating signals; :func:`format_statistics` prints
-them. Nothing here draws: :mod:`tensorlib.viz` plots these numbers (its histograms), and
-needs matplotlib, which this module does not.
+them.
+
+:func:`watch_training` does the same over a training run. It holds a
+:func:`~tensorlib.nn.capture_activations` (forward hooks on the layers to watch, keeping only
+the latest training pass), and its :class:`TrainingWatch` is the ``callback`` of
+:func:`tensorlib.train.train`. At step 1 and every ``every`` steps it keeps, for each watched
+layer, a host copy of its output and of the gradient of the loss with respect to that output,
+and for each weight (every trainable parameter with two or more axes) two ratios:
+
+- ``gradient ratio``: std(grad) / std(weight), before the update;
+- ``update ratio``: std(weight after − weight before) / std(weight before), what the step
+  did to it (lr · grad for plain SGD). Its log10 near -3 is the usual healthy pace.
+
+:func:`dead_unit_fraction` reads the kept outputs. Nothing here draws: :mod:`tensorlib.viz`
+plots these numbers (histograms, update ratios), and needs matplotlib, which this module
+does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tensorlib import validation
+from tensorlib.backend import to_numpy
 from tensorlib.nn.capture import capture_activations
 from tensorlib.nn.container import ModuleList
-from tensorlib.nn.layers import MLP, HookPoint
+from tensorlib.nn.layers import MLP, HookPoint, Tanh
 from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
 
-__all__ = ["ActivationTrace", "SignalStatistics", "activation_statistics", "as_array",
-           "format_statistics", "gradient_statistics", "named_signals", "record_activations"]
+__all__ = ["ActivationTrace", "SignalStatistics", "TrainingWatch", "WatchRecord",
+           "activation_statistics", "as_array", "dead_unit_fraction", "format_statistics",
+           "gradient_statistics", "named_signals", "record_activations", "watch_training"]
 
 
 def as_array(value: Any, what: str) -> np.ndarray:
@@ -228,3 +246,110 @@ def format_statistics(statistics: Sequence[SignalStatistics], number_format: str
                                                                     strict=True)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ watching a run
+@dataclass
+class WatchRecord:
+    """What one watched step kept: layer name → output values and d loss / d output (host
+    copies), parameter name → gradient ratio and update ratio (see the module docstring)."""
+
+    step: int
+    activations: dict[str, np.ndarray] = field(default_factory=dict)
+    gradients: dict[str, np.ndarray] = field(default_factory=dict)
+    gradient_ratios: dict[str, float] = field(default_factory=dict)
+    update_ratios: dict[str, float] = field(default_factory=dict)
+
+
+def _std_ratio(numerator: np.ndarray, denominator: np.ndarray) -> float:
+    spread = float(np.std(denominator))
+    return float(np.std(numerator)) / spread if spread > 0 else math.inf
+
+
+class TrainingWatch:
+    """The statistics :func:`watch_training` keeps; pass :meth:`step_done` to ``train`` as
+    its ``callback``. ``records`` holds one :class:`WatchRecord` per watched step."""
+
+    def __init__(self, model: Module, capture: Any, every: int) -> None:
+        self.model = model
+        self.every = every
+        self.records: list[WatchRecord] = []
+        self._capture = capture
+        self._weights = [(name, p) for name, p in model.named_parameters()
+                         if p.trainable and p.ndim >= 2]
+        self._before: dict[str, np.ndarray] | None = None
+        self._snapshot_if_watched(1)
+
+    def _watched(self, step: int) -> bool:
+        return step == 1 or step % self.every == 0
+
+    def _snapshot_if_watched(self, step: int) -> None:
+        """Copy the weights before the update of ``step``, when that step is watched."""
+        self._before = ({name: to_numpy(p._data).copy() for name, p in self._weights}
+                        if self._watched(step) else None)
+
+    def step_done(self, record: Any) -> None:
+        """The ``train`` callback: keep the statistics of ``record.step`` when it is watched
+        (step 1 and every ``every``-th), after the optimizer's update."""
+        step = record.step
+        if self._watched(step) and self._before is not None and self._capture.passes:
+            kept = WatchRecord(step)
+            for name, tensor in self._capture.passes[-1].items():
+                kept.activations[name] = to_numpy(tensor._data).copy()
+                if tensor.grad is not None:
+                    kept.gradients[name] = to_numpy(tensor.grad._data)
+            for name, parameter in self._weights:
+                before = self._before[name]
+                if parameter.grad is not None:
+                    kept.gradient_ratios[name] = _std_ratio(to_numpy(parameter.grad._data), before)
+                kept.update_ratios[name] = _std_ratio(to_numpy(parameter._data) - before, before)
+            self.records.append(kept)
+        self._snapshot_if_watched(step + 1)
+
+    @property
+    def steps(self) -> list[int]:
+        return [record.step for record in self.records]
+
+    def at(self, step: int) -> WatchRecord:
+        """The record of ``step`` (KeyError listing the watched steps if it was not one)."""
+        for record in self.records:
+            if record.step == step:
+                return record
+        raise KeyError(f"step {step} was not watched; watched steps: {self.steps}")
+
+    def update_ratio_history(self) -> dict[str, list[float]]:
+        """Parameter name → log10 of its update ratio at each watched step."""
+        return {name: [math.log10(record.update_ratios[name]) if record.update_ratios[name] > 0
+                       else -math.inf for record in self.records]
+                for name, _ in self._weights}
+
+    def __repr__(self) -> str:
+        return (f"TrainingWatch({len(self.records)} steps watched, every {self.every}, "
+                f"{len(self._weights)} weights)")
+
+
+@contextmanager
+def watch_training(model: Module, modules: type[Module] | tuple[type[Module], ...] = Tanh,
+                   every: int = 100) -> Iterator[TrainingWatch]:
+    """Watch ``model``'s layers of the class(es) ``modules`` and its weights while it trains
+    inside the ``with`` block; give ``watch.step_done`` to ``train`` as its ``callback``."""
+    every = validation.positive_integer(every, "every")
+    with capture_activations(model, keep_graph=True, modules=modules, training_only=True,
+                             latest_only=True) as capture:
+        yield TrainingWatch(model, capture, every)
+
+
+def dead_unit_fraction(values: Any, activation: str = "tanh", saturation: float = 0.99) -> float:
+    """The fraction of units (the last axis) that pass no gradient for any example of the
+    batch: ``|value| > saturation`` for every example after tanh, ``value <= 0`` after relu."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim < 2 or array.shape[-1] == 0:
+        raise ValueError(f"expected (examples, ..., units) values, got shape {array.shape}")
+    rows = array.reshape(-1, array.shape[-1])
+    if activation == "tanh":
+        dead = np.all(np.abs(rows) > validation.non_negative(saturation, "saturation"), axis=0)
+    elif activation == "relu":
+        dead = np.all(rows <= 0.0, axis=0)
+    else:
+        raise ValueError(f"activation must be 'tanh' or 'relu', got {activation!r}")
+    return float(dead.mean())

@@ -9,8 +9,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from tensorlib import Rng, Tensor
+from tensorlib.metrics import confusion_matrix
 from tensorlib.viz import (
-    confusion_matrix,
     plot_confusion_matrix,
     plot_feature_maps,
     plot_filters,

@@ -15,8 +15,8 @@ from tensorlib.viz.graph import (
 
 # The plotting modules import matplotlib, most of a second: each loads when one of its names
 # is first used, so a notebook that only draws graphs never waits for it. The signal
-# statistics are computed in tensorlib.signals (no matplotlib) and are also found here,
-# where notebook 07 imports them from.
+# statistics and the training watch are computed in tensorlib.signals (no matplotlib) and
+# are also found here, where notebooks 07 and 12a import them from.
 _LAZY = {
     "plot_ladder_curves": "ladder",
     "plot_loss_by_position": "ladder",
@@ -24,7 +24,6 @@ _LAZY = {
     "LiveLossPlot": "plots",
     "SignalStatistics": "tensorlib.signals",
     "activation_statistics": "tensorlib.signals",
-    "confusion_matrix": "images",
     "exponential_moving_average": "plots",
     "format_statistics": "tensorlib.signals",
     "gradient_statistics": "tensorlib.signals",
@@ -40,12 +39,12 @@ _LAZY = {
     "plot_loss_curves": "plots",
     "plot_trajectories": "plots",
     "record_activations": "tensorlib.signals",
-    "TrainingWatch": "training",
-    "WatchRecord": "training",
-    "dead_unit_fraction": "training",
+    "TrainingWatch": "tensorlib.signals",
+    "WatchRecord": "tensorlib.signals",
+    "dead_unit_fraction": "tensorlib.signals",
     "plot_learning_rate_range_test": "training",
     "plot_update_ratios": "training",
-    "watch_training": "training",
+    "watch_training": "tensorlib.signals",
 }
 
 
@@ -60,7 +59,6 @@ __all__ = [
     "TrainingWatch",
     "WatchRecord",
     "activation_statistics",
-    "confusion_matrix",
     "dead_unit_fraction",
     "draw_graph",
     "draw_module",

@@ -11,8 +11,8 @@ so it fits a notebook's output area; panels shrink to fit.
   input channel, on one colour scale centred on 0.
 * :func:`plot_feature_maps`: the channels of a few layers' outputs for one image, a row per
   layer.
-* :func:`confusion_matrix` and :func:`plot_confusion_matrix`: how often each true class was
-  predicted as each class.
+* :func:`plot_confusion_matrix`: how often each true class was predicted as each class (the
+  counts of :func:`tensorlib.metrics.confusion_matrix`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tensorlib import validation
+from tensorlib.metrics import class_ids, class_names, confusion_matrix
 from tensorlib.signals import as_array
 from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
-__all__ = ["confusion_matrix", "plot_confusion_matrix", "plot_feature_maps", "plot_filters",
+__all__ = ["plot_confusion_matrix", "plot_feature_maps", "plot_filters",
            "plot_images"]
 
 WRONG_COLOUR = "#c0392b"  # a prediction that differs from the label
@@ -200,51 +201,6 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
     return figure
 
 
-def _classes(labels: np.ndarray, predictions: np.ndarray,
-             classes: int | Sequence[Any] | None) -> list[str]:
-    if classes is None:
-        count = int(max(labels.max(initial=-1), predictions.max(initial=-1))) + 1
-        return [str(c) for c in range(count)]
-    if isinstance(classes, (int, np.integer)) and not isinstance(classes, bool):
-        return [str(c) for c in range(validation.positive_integer(int(classes), "classes"))]
-    if isinstance(classes, (str, bytes)):
-        raise TypeError("classes must be a count or a sequence of class names, got a string")
-    names = [str(c) for c in classes]
-    if not names:
-        raise ValueError("classes is empty")
-    return names
-
-
-def _class_ids(values: Any, what: str) -> np.ndarray:
-    array = np.asarray(as_array(values, what))
-    if array.ndim != 1:
-        raise ValueError(f"{what} must be 1-D (one class id per example), got shape "
-                         f"{array.shape}")
-    if array.size and array.dtype.kind not in "iu":
-        raise TypeError(f"{what} must hold integer class ids, got dtype {array.dtype}")
-    return array.astype(np.int64)
-
-
-def confusion_matrix(labels: Any, predictions: Any,
-                     classes: int | Sequence[Any] | None = None) -> np.ndarray:
-    """``counts (K, K)`` int64: ``counts[t, p]`` is how many examples of true class t were
-    predicted as class p. ``labels`` and ``predictions`` are 1-D integer ids of one length;
-    ``classes`` is K or K class names (default: the largest id + 1)."""
-    truth = _class_ids(labels, "labels")
-    guess = _class_ids(predictions, "predictions")
-    if truth.shape != guess.shape:
-        raise ValueError(f"labels has {truth.size} entries, predictions {guess.size}")
-    count = len(_classes(truth, guess, classes))
-    outside = (truth < 0) | (truth >= count) | (guess < 0) | (guess >= count)
-    if outside.any():
-        index = int(np.argmax(outside))
-        raise ValueError(f"class ids must lie in 0..{count - 1}; example {index} has label "
-                         f"{truth[index]} and prediction {guess[index]}")
-    counts = np.zeros((count, count), dtype=np.int64)
-    np.add.at(counts, (truth, guess), 1)
-    return counts
-
-
 def plot_confusion_matrix(labels: Any, predictions: Any,
                           classes: int | Sequence[Any] | None = None, ax: Axes | None = None,
                           title: str | None = None, cmap: str = "Blues") -> Figure:
@@ -252,8 +208,8 @@ def plot_confusion_matrix(labels: Any, predictions: Any,
     one, each cell's count written in it (0 left blank), the diagonal (right answers) and the
     rest on one colour scale. The title, unless given, counts the right answers."""
     counts = confusion_matrix(labels, predictions, classes)
-    names = _classes(_class_ids(labels, "labels"), _class_ids(predictions, "predictions"),
-                     classes)
+    names = class_names(class_ids(labels, "labels"), class_ids(predictions, "predictions"),
+                        classes)
     figure, axes = figure_and_axes(ax, (4.6, 4.0))
     image = axes.imshow(counts, cmap=cmap, vmin=0, vmax=max(int(counts.max()), 1),
                         interpolation="nearest")

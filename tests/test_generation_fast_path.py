@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng
+from tensorlib import Rng, kernel_table
 from tensorlib.autograd import Context
 from tensorlib.kernels import generation
 from tensorlib.nn import (
@@ -195,8 +195,8 @@ def test_generate_checks_the_model_once_and_forward_runs_the_modules(steps, monk
 
 
 def test_the_table_of_cached_step_kernels(steps, monkeypatch):
-    assert transformer._CACHED_STEPS[Decoder] is generation.prepare_decoder_step
-    monkeypatch.setattr(transformer, "_CACHED_STEPS", dict(transformer._CACHED_STEPS))
+    assert kernel_table.kernel_for(Decoder) is generation.prepare_decoder_step
+    monkeypatch.setattr(kernel_table, "_TABLE", dict(kernel_table._TABLE))
 
     class Quieter(Decoder):
         pass

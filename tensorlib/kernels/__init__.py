@@ -3,13 +3,14 @@
 The ops (``tensorlib.ops``), the backward engine (``tensorlib.autograd``) and the optimizers
 are written as their formulas. Where numpy can compute the same thing faster, by a fitted
 approximation, a BLAS call instead of a reduction, a sort instead of a scatter, one update
-over all parameters at once, a kernel from here does it: in place of an op through the op
-table (``stand_ins``: a subclass of the op that replaces its steps, registered with
-``tensorlib.ops.function.register_kernel``), in the engine through the check it installs
-(``sole_owner``), in ``Decoder.generate`` through the cached step it registers
-(``tensorlib.nn.transformer.register_cached_step``), in AdamW through the step it registers
-(``tensorlib.optim.optimizer.register_step_kernel``). They take
-those places when ``register_all()`` runs, once, from ``tensorlib/__init__.py``. Each kernel's
+over all parameters at once, a kernel from here does it, put in the one kernel table
+(``tensorlib.kernel_table``) for the class whose plain code it stands in for: an op
+(``stand_ins``: a subclass of the op that replaces its steps, registered with
+``tensorlib.ops.function.register_kernel``), the cached forwards of ``Decoder.generate``
+(``tensorlib.nn.transformer.register_cached_step``), AdamW's update
+(``tensorlib.optim.optimizer.register_step_kernel``); and the engine's sole-owner check
+(``sole_owner``, installed with ``tensorlib.autograd.set_unshared_check``). They take those
+places when ``register_all()`` runs, once, from ``tensorlib/__init__.py``. Each kernel's
 docstring says what it computes, the plain formula it stands in for, how accurate it is,
 and which section of docs/performance.md holds its measurements.
 
@@ -33,14 +34,13 @@ bit, for any number of threads. They run on the calling thread alone unless a pr
 for more (``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
 measured, more threads made a training step slower.
 
-The kernels import the backend and ``validation``; ``mode``, ``holders`` and
-``stand_ins`` import ``tensorlib.ops.function`` for the op table (its switch,
-``register_kernel``); ``stand_ins`` also imports the ops it subclasses and
-``tensorlib.autograd`` (``Context``, the check it installs), ``generation`` the Decoder's
-modules and ``register_cached_step``, and ``adamw`` the optimizer and
-``register_step_kernel``. Nothing else in tensorlib imports the kernels but the package
-itself, to call ``register_all``: every arrow points from the kernels down to what they
-stand in for (``scripts/import_graph.py`` prints the layers).
+The kernels import the backend and ``validation``; ``mode`` and ``holders`` import
+``tensorlib.kernel_table`` (its switch); ``stand_ins`` imports the ops it subclasses,
+``register_kernel`` and ``tensorlib.autograd`` (``Context``, the check it installs),
+``generation`` the Decoder's modules and ``register_cached_step``, and ``adamw`` the
+optimizer and ``register_step_kernel``. Nothing else in tensorlib imports the kernels but
+the package itself, to call ``register_all``: every arrow points from the kernels down to
+what they stand in for (``scripts/import_graph.py`` prints the layers).
 """
 
 from tensorlib.kernels import (  # noqa: F401

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.holders import other_holders
-from tensorlib.ops.function import kernels_on
+from tensorlib.kernel_table import kernels_on
 
 __all__ = ["sole_owner"]
 

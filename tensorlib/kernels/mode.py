@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from tensorlib import validation
-from tensorlib.ops.function import kernels_on, set_kernels_on
+from tensorlib.kernel_table import kernels_on, set_kernels_on
 
 __all__ = ["enabled", "is_reference_mode", "reference_mode", "set_reference_mode"]
 
@@ -28,7 +28,7 @@ def is_reference_mode() -> bool:
 def set_reference_mode(on: bool) -> bool:
     """Turn reference mode on (True) or off (False) for the whole process; return the mode
     that was in force before, so that a caller can restore it. Reference mode is the kernel
-    table of ``tensorlib.ops.function`` switched off."""
+    table (``tensorlib.kernel_table``) switched off."""
     on = validation.boolean(on, "reference mode")
     return not set_kernels_on(not on)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib import kernel_table, validation
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.container import ModuleList
@@ -262,13 +262,11 @@ CachedStep = Callable[[np.ndarray], Any]
 ``(B, T)`` of the sequences in its caches and returns the array of their logits
 ``(B, T, V)``, appending their keys and values to the caches."""
 
-_CACHED_STEPS: dict[type[Module], Callable[[Any, list[KVCache]], CachedStep | None]] = {}
-
-
 def register_cached_step(model_class: type[Module],
                          prepare: Callable[[Any, list[KVCache]], CachedStep | None]) -> None:
     """Let a kernel stand in for the cached forwards of ``generate`` on models of exactly
-    ``model_class`` (not its subclasses): ``tensorlib.kernels`` registers
+    ``model_class`` (not its subclasses; in the kernel table, :mod:`tensorlib.kernel_table`,
+    which reference mode switches off): ``tensorlib.kernels`` registers
     ``tensorlib.kernels.generation.prepare_decoder_step`` for :class:`Decoder`.
 
     At the prefill of each ``generate`` call, ``prepare(model, caches)`` gets the model and
@@ -284,13 +282,13 @@ def register_cached_step(model_class: type[Module],
                         f"{model_class!r}")
     if not callable(prepare):
         raise TypeError(f"register_cached_step: prepare must be callable, got {prepare!r}")
-    _CACHED_STEPS[model_class] = prepare
+    kernel_table.register(model_class, prepare)
 
 
 def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:
     """How one ``generate`` call runs its cached forwards: the step of the kernel
     registered for ``type(model)`` when it takes this model, else ``model.forward``."""
-    prepare = _CACHED_STEPS.get(type(model))
+    prepare = kernel_table.kernel_for(type(model))
     step = None if prepare is None else prepare(model, caches)
     if step is not None:
         return step

@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import autograd
+from tensorlib import autograd, kernel_table
 from tensorlib.autograd import Context
 from tensorlib.backend import device_of
 from tensorlib.tensor import Tensor
 from tensorlib.validation import is_floating
 
-__all__ = ["Function", "custom_gradient", "kernels_on", "register_kernel", "set_kernels_on"]
+__all__ = ["Function", "custom_gradient", "register_kernel"]
 
 
 class Function:
@@ -85,13 +85,10 @@ class Function:
 
 
 # -------------------------------------------------------------------- kernels in place of ops
-_KERNELS: dict[type[Function], type[Function]] = {}
-_kernels_on = True
-
-
 def register_kernel(op: type[Function], kernel: type[Function]) -> None:
-    """Let ``kernel`` run in place of ``op``: a subclass of ``op`` whose ``forward`` and
-    ``backward`` compute what the op's do, faster. If the kernel has a static method
+    """Let ``kernel`` run in place of ``op`` (in the kernel table,
+    :mod:`tensorlib.kernel_table`): a subclass of ``op`` whose ``forward`` and ``backward``
+    compute what the op's do, faster. If the kernel has a static method
     ``applies(*arrays, **params)``, it stands in only for the calls where that is True."""
     if not (isinstance(op, type) and issubclass(op, Function)):
         raise TypeError(f"register_kernel: op must be a Function subclass, got {op!r}")
@@ -99,25 +96,13 @@ def register_kernel(op: type[Function], kernel: type[Function]) -> None:
         raise TypeError(f"register_kernel: the kernel for {op.__name__} must be a subclass "
                         f"of it, got {kernel!r}")
     kernel.op_name = autograd.node_name(op)  # graphs, profiles and errors name the op
-    _KERNELS[op] = kernel
-
-
-def kernels_on() -> bool:
-    """True when registered kernels run in place of their ops (reference mode is off)."""
-    return _kernels_on
-
-
-def set_kernels_on(on: bool) -> bool:
-    """Switch the kernel table on or off for the whole process; return the previous state."""
-    global _kernels_on
-    previous, _kernels_on = _kernels_on, bool(on)
-    return previous
+    kernel_table.register(op, kernel)
 
 
 def _implementation(op: type[Function], arrays: Sequence[Any],
                     params: dict[str, Any]) -> type[Function]:
     """The class whose forward and backward run for this call: ``op``'s kernel, or ``op``."""
-    kernel = _KERNELS.get(op) if _kernels_on else None
+    kernel = kernel_table.kernel_for(op)
     if kernel is None:
         return op
     applies = getattr(kernel, "applies", None)

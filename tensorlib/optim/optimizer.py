@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib import kernel_table, validation
 from tensorlib.backend import array_module, writable
 from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
-from tensorlib.ops.function import kernels_on
 from tensorlib.tensor import Tensor
 
 ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
@@ -416,26 +415,24 @@ class Optimizer:
 
 
 # ------------------------------------------------------------------------ step kernels
-_STEP_KERNELS: dict[type[Optimizer], Callable[[Any], bool]] = {}
-
-
 def register_step_kernel(optimizer_class: type[Optimizer], step: Callable[[Any], bool]) -> None:
     """Let ``step(optimizer)`` stand in for the update loop of optimizers of exactly
-    ``optimizer_class``: it returns True when it has made the whole update, or False,
-    having changed nothing, when the optimizer's own loop must run. ``tensorlib.kernels``
-    registers ``adamw_step`` for ``AdamW``; reference mode sets it aside."""
+    ``optimizer_class`` (in the kernel table, :mod:`tensorlib.kernel_table`): it returns
+    True when it has made the whole update, or False, having changed nothing, when the
+    optimizer's own loop must run. ``tensorlib.kernels`` registers ``adamw_step`` for
+    ``AdamW``; reference mode sets it aside."""
     if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
         raise TypeError(f"register_step_kernel: optimizer_class must be an Optimizer "
                         f"subclass, got {optimizer_class!r}")
     if not callable(step):
         raise TypeError(f"register_step_kernel: step must be callable, got {step!r}")
-    _STEP_KERNELS[optimizer_class] = step
+    kernel_table.register(optimizer_class, step)
 
 
 def step_by_kernel(optimizer: Optimizer) -> bool:
     """Run the step kernel registered for ``type(optimizer)``, unless reference mode is on;
     True when it made the update."""
-    step = _STEP_KERNELS.get(type(optimizer)) if kernels_on() else None
+    step = kernel_table.kernel_for(type(optimizer))
     return step is not None and step(optimizer)
 
 

@@ -25,9 +25,16 @@ _TABLE: dict[type, Any] = {}
 _kernels_on = True
 
 
-def register(owner: type, kernel: Any) -> None:
+def register(owner: type, kernel: Any, kind: type, registrar: str) -> None:
     """Let ``kernel`` stand in for the plain code of ``owner`` (replacing an earlier one).
-    What a kernel must be is the rule of the layer that registers it."""
+    TypeError, naming the ``registrar`` that was called, unless ``owner`` is a subclass of
+    ``kind`` and ``kernel`` is callable; what else a kernel must be is the rule of the
+    layer that registers it."""
+    if not (isinstance(owner, type) and issubclass(owner, kind)):
+        raise TypeError(f"{registrar}: the class a kernel stands in for must be a subclass "
+                        f"of {kind.__name__}, got {owner!r}")
+    if not callable(kernel):
+        raise TypeError(f"{registrar}: the kernel must be callable, got {kernel!r}")
     _TABLE[owner] = kernel
 
 

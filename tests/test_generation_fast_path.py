@@ -217,7 +217,7 @@ def test_the_table_of_cached_step_kernels(steps, monkeypatch):
     transformer.register_cached_step(Quieter, generation.prepare_decoder_step)
     np.testing.assert_array_equal(quieter.generate(prompt, 4, rng=Rng(2)), expected)
     assert steps.calls == 4  # the Decoder's kernel takes exactly a Decoder, no subclass
-    with pytest.raises(TypeError, match="Module subclass"):
+    with pytest.raises(TypeError, match="subclass of Module"):
         transformer.register_cached_step(object, prepare)
     with pytest.raises(TypeError, match="callable"):
         transformer.register_cached_step(Decoder, None)

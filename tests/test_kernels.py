@@ -8,12 +8,14 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import Rng, kernels, ops
+from tensorlib import Rng, kernel_table, kernels, ops
 from tensorlib.nn import Linear
 from tensorlib.nn import functional as F
-from tensorlib.ops.elementwise import exact_gelu
+from tensorlib.ops.elementwise import Exp, exact_gelu
+from tensorlib.ops.function import register_kernel
 from tensorlib.ops.softmax import softmax
 from tensorlib.optim import AdamW
+from tensorlib.optim.optimizer import register_step_kernel
 
 from helpers import assert_same_adamw_run
 
@@ -347,3 +349,19 @@ def test_reference_mode_fills_no_kernel_cache():
     assert all(kernels.cache_entries()[name] > 0 for name in
                ("constant_vectors", "causal_masks", "unshifted_ranges", "gelu_coefficients",
                 "adamw_buffers"))
+
+
+def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
+    before = dict(kernel_table._TABLE)
+    with pytest.raises(TypeError, match="register_kernel: .* must be a subclass of Function"):
+        register_kernel(int, Exp)
+    with pytest.raises(TypeError, match="the kernel for Exp must be a subclass of it"):
+        register_kernel(Exp, Exp)
+    with pytest.raises(TypeError, match="register_step_kernel: .* must be a subclass of Optimizer"):
+        register_step_kernel(object, lambda optimizer: False)
+    with pytest.raises(TypeError, match="register_step_kernel: the kernel must be callable"):
+        register_step_kernel(AdamW, None)
+    assert kernel_table._TABLE == before  # nothing registered by a refused call
+    assert kernel_table.kernel_for(AdamW) is kernels.adamw_step
+    with kernels.reference_mode():
+        assert kernel_table.kernel_for(AdamW) is None

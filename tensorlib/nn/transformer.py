@@ -277,12 +277,7 @@ def register_cached_step(model_class: type[Module],
     it may stand in is the kernel's rule, not the model's. A second registration for the
     same class replaces the first.
     """
-    if not (isinstance(model_class, type) and issubclass(model_class, Module)):
-        raise TypeError(f"register_cached_step: model_class must be a Module subclass, got "
-                        f"{model_class!r}")
-    if not callable(prepare):
-        raise TypeError(f"register_cached_step: prepare must be callable, got {prepare!r}")
-    kernel_table.register(model_class, prepare)
+    kernel_table.register(model_class, prepare, Module, "register_cached_step")
 
 
 def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:

@@ -90,13 +90,12 @@ def register_kernel(op: type[Function], kernel: type[Function]) -> None:
     :mod:`tensorlib.kernel_table`): a subclass of ``op`` whose ``forward`` and ``backward``
     compute what the op's do, faster. If the kernel has a static method
     ``applies(*arrays, **params)``, it stands in only for the calls where that is True."""
-    if not (isinstance(op, type) and issubclass(op, Function)):
-        raise TypeError(f"register_kernel: op must be a Function subclass, got {op!r}")
-    if not (isinstance(kernel, type) and issubclass(kernel, op) and kernel is not op):
+    if isinstance(op, type) and issubclass(op, Function) and not (
+            isinstance(kernel, type) and issubclass(kernel, op) and kernel is not op):
         raise TypeError(f"register_kernel: the kernel for {op.__name__} must be a subclass "
                         f"of it, got {kernel!r}")
+    kernel_table.register(op, kernel, Function, "register_kernel")
     kernel.op_name = autograd.node_name(op)  # graphs, profiles and errors name the op
-    kernel_table.register(op, kernel)
 
 
 def _implementation(op: type[Function], arrays: Sequence[Any],

@@ -421,12 +421,7 @@ def register_step_kernel(optimizer_class: type[Optimizer], step: Callable[[Any],
     True when it has made the whole update, or False, having changed nothing, when the
     optimizer's own loop must run. ``tensorlib.kernels`` registers ``adamw_step`` for
     ``AdamW``; reference mode sets it aside."""
-    if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
-        raise TypeError(f"register_step_kernel: optimizer_class must be an Optimizer "
-                        f"subclass, got {optimizer_class!r}")
-    if not callable(step):
-        raise TypeError(f"register_step_kernel: step must be callable, got {step!r}")
-    kernel_table.register(optimizer_class, step)
+    kernel_table.register(optimizer_class, step, Optimizer, "register_step_kernel")
 
 
 def step_by_kernel(optimizer: Optimizer) -> bool:

@@ -475,9 +475,11 @@ def plot_decision_boundary(model_fn: Any, points: Any, labels: Any, resolution: 
 
 
 # =============================================================================== diagnostics
-def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
-                     labels: list[str], bins: int, value_range: tuple[float, float] | None
-                     ) -> None:
+def _histograms_figure(pairs: list[tuple[str, np.ndarray]], labels: list[str], bins: int,
+                       value_range: tuple[float, float] | None, ax: Axes | None,
+                       xlabel: str, title: str | None) -> Figure:
+    """One density line per ``(name, values)`` pair, each with its legend ``label``, over
+    ``value_range`` (default: all the values') in ``bins`` bins; the x axis is ``xlabel``."""
     validation.positive_integer(bins, "bins")
     if value_range is None:
         low = min(float(np.min(values)) for _, values in pairs)
@@ -487,6 +489,7 @@ def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
         if low == high:
             low, high = low - 0.5, high + 0.5
         value_range = (low, high)
+    figure, axes = figure_and_axes(ax, (7.0, 3.5))
     for (_, values), label in zip(pairs, labels, strict=True):
         counts, edges = np.histogram(np.asarray(values, dtype=np.float64).ravel(), bins=bins,
                                      range=value_range, density=True)
@@ -494,6 +497,10 @@ def _histogram_lines(axes: Axes, pairs: list[tuple[str, np.ndarray]],
     axes.set_ylabel("density")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
+    axes.set_xlabel(xlabel)
+    if title:
+        axes.set_title(title)
+    return figure
 
 
 def plot_activation_histograms(source: Any, bins: int = 60, saturation: float = 0.97,
@@ -506,12 +513,7 @@ def plot_activation_histograms(source: Any, bins: int = 60, saturation: float = 
     pairs = named_signals(source, gradients=False)
     labels = [f"{s.name}: mean {s.mean:+.2f}, std {s.std:.2f}, saturated {s.saturated:.1%}"
               for s in statistics]
-    figure, axes = figure_and_axes(ax, (7.0, 3.5))
-    _histogram_lines(axes, pairs, labels, bins, value_range)
-    axes.set_xlabel("activation value")
-    if title:
-        axes.set_title(title)
-    return figure
+    return _histograms_figure(pairs, labels, bins, value_range, ax, "activation value", title)
 
 
 def plot_gradient_histograms(source: Any, bins: int = 60,
@@ -523,9 +525,4 @@ def plot_gradient_histograms(source: Any, bins: int = 60,
     statistics = gradient_statistics(source)
     pairs = named_signals(source, gradients=True)
     labels = [f"{s.name}: mean {s.mean:+.2e}, std {s.std:.2e}" for s in statistics]
-    figure, axes = figure_and_axes(ax, (7.0, 3.5))
-    _histogram_lines(axes, pairs, labels, bins, value_range)
-    axes.set_xlabel("gradient value")
-    if title:
-        axes.set_title(title)
-    return figure
+    return _histograms_figure(pairs, labels, bins, value_range, ax, "gradient value", title)

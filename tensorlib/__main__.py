@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -36,8 +35,7 @@ from pathlib import Path
 
 from tensorlib import checkpoint, exercises
 from tensorlib.data import NAME_KINDS, names
-from tensorlib.files import write_text_atomic
-from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder
+from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder, save_ladder
 from tensorlib.memory import keep_freed_memory
 from tensorlib.names_run import (
     CONFIG_FILE,
@@ -370,8 +368,7 @@ def ladder_command(args: argparse.Namespace) -> int:
     rungs = args.rungs if isinstance(args.rungs, list) else _rung_list(args.rungs)
     _prepare_output(args.output)
     keep_freed_memory()
-    budget = Budget(steps=args.steps, warmup_steps=min(Budget.warmup_steps, args.steps // 10),
-                    evaluate_every=min(Budget.evaluate_every, args.steps))
+    budget = Budget.of_steps(args.steps)
     print(f"the ladder: {len(rungs)} rungs on the census surnames; every trained rung "
           f"{budget.steps:,} AdamW steps of {budget.batch_names} names, lr "
           f"{budget.learning_rate:g} (warm-up {budget.warmup_steps}, cosine to "
@@ -392,7 +389,7 @@ def ladder_command(args: argparse.Namespace) -> int:
     print(ladder_table(record))
     path = args.output / "ladder.json"
     try:
-        write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+        save_ladder(record, path)
     except OSError as error:
         raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
     print(f"wrote {path}")

@@ -398,46 +398,30 @@ def ladder_command(args: argparse.Namespace) -> int:
 
 # ================================================================================= progress
 def progress_command(args: argparse.Namespace) -> int:
+    """Print every notebook's checks with their last status, and the workbook's counts."""
     folder = args.folder
     if folder is None:
         folder = Path("notebooks") if Path("notebooks").is_dir() else Path(".")
     if not folder.is_dir():
         raise CommandError(f"{folder} is not a folder")
-    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]*_*.ipynb"))
-    if not notebooks:
-        raise CommandError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
+    try:
+        notebooks = exercises.workbook_progress(folder)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     print(f"progress in {folder}/ (as each check cell last reported):")
-    every_row: list[tuple[str, str, str]] = []
-    for notebook in notebooks:
-        try:
-            expected = exercises.checks_in(folder / f"{notebook}.ipynb")
-        except (OSError, ValueError):
-            expected = []
-        if not expected:
-            continue  # a notebook without checks
-        path = folder / exercises.PROGRESS_FOLDER / f"{notebook}.json"
-        try:
-            recorded = exercises.read_progress(path) if path.exists() else {}
-            statuses = {name: entry["status"] for name, entry in recorded.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            print(f"{notebook}: its progress file is unreadable (run its check cells again)")
-            statuses = {}
-        rows = [(name, kind, statuses.get(name, "not run yet")) for name, kind in expected]
-        every_row += rows
-        print(f"{notebook}: {_said(_done_counts(rows))}")
-        for name, kind, status in rows:
+    for progress in notebooks:
+        if not progress.readable:
+            print(f"{progress.notebook}: its progress file is unreadable (run its check cells "
+                  "again)")
+        print(f"{progress.notebook}: {_said(exercises.done_counts(progress.checks))}")
+        for name, kind, status in progress.checks:
             print(f"    {status:13s} {kind:9s} {name}")
-    print(f"the workbook: {_said(_done_counts(every_row))}")
+    every_check = [check for progress in notebooks for check in progress.checks]
+    print(f"the workbook: {_said(exercises.done_counts(every_check))}")
     return 0
 
 
-def _done_counts(rows: list[tuple[str, str, str]]) -> dict[str, list[int]]:
-    """For (name, kind, status) rows: kind -> [checks done, checks]."""
-    return {kind: [sum(status == "done" for _, k, status in rows if k == kind),
-                   sum(k == kind for _, k, _ in rows)] for kind in ("piece", "exercise")}
-
-
-def _said(counts: dict[str, list[int]]) -> str:
+def _said(counts: dict[str, tuple[int, int]]) -> str:
     """"core pieces 1 of 2 done, exercises 0 of 4 done" (a kind with no check left out)."""
     return ", ".join(f"{label} {counts[kind][0]} of {counts[kind][1]} done"
                      for kind, label in (("piece", "core pieces"), ("exercise", "exercises"))

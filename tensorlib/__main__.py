@@ -6,62 +6,54 @@ the capstone's ladder of models, and show a learner's progress through the workb
     python -m tensorlib ladder [--steps 10000] [--rungs bigram,mlp3,...] [--output runs/ladder]
     python -m tensorlib progress [notebooks]
 
-``train-names`` splits the census list 80/10/10 (train/validation/test, seeded), builds the
-``tensorlib.nn.Decoder`` with its head's weights scaled by 0.1 (so the first loss is near
-ln V, notebook 15's fix) and prints that loss, trains it on the training names with AdamW, a
-warm-up + cosine schedule and gradient clipping, compares its loss with the count-based
-bigram baseline on the same windows, writes ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG
-state, or the parameters only with ``--weights-only``), ``config.json`` and ``loss_curve.png``
-into the output folder, and prints sampled names. ``sample-names`` loads such a run and
-prints new names. ``ladder`` trains notebook 15's ladder of seven surname models under one
-budget (``tensorlib.ladder``), prints their table and writes it as ``ladder.json``.
-``progress`` prints, notebook by notebook and in the order of their cells, which core
-pieces and exercises are done, as their check cells last recorded (``tensorlib.exercises``),
-and the whole workbook's count. Bad options and
-unreadable files print one ``error:`` line and exit with status 2.
+``train-names`` trains a names run (``tensorlib.names_run``): it splits the census list
+80/10/10 (train/validation/test, seeded), builds the ``tensorlib.nn.Decoder`` with its head's
+weights scaled by 0.1 (so the first loss is near ln V, notebook 15's fix) and prints that
+loss, trains it on the training names with AdamW, a warm-up + cosine schedule and gradient
+clipping, compares its loss with the count-based bigram baseline on the same windows, writes
+``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state, or the parameters only with
+``--weights-only``), ``config.json`` and ``loss_curve.png`` into the output folder, and
+prints sampled names. ``sample-names`` loads such a run and prints new names. ``ladder``
+trains notebook 15's ladder of seven surname models under one budget (``tensorlib.ladder``),
+prints their table and writes it as ``ladder.json``. ``progress`` prints, notebook by
+notebook and in the order of their cells, which core pieces and exercises are done, as their
+check cells last recorded (``tensorlib.exercises``), and the whole workbook's count. Bad
+options and unreadable files print one ``error:`` line and exit with status 2.
+
+This module parses the options and prints; the library modules named above compute.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from tensorlib import checkpoint, exercises
-from tensorlib.autograd import no_grad
-from tensorlib.baselines import BigramModel
-from tensorlib.data import (
-    NAME_KINDS,
-    CharTokenizer,
-    names,
-    stream_windows,
-    token_stream,
-    train_validation_test_split,
-)
-from tensorlib.files import write_text_atomic
-from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder
+from tensorlib.data import NAME_KINDS, names
+from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder, save_ladder
 from tensorlib.memory import keep_freed_memory
-from tensorlib.nn import Decoder, DecoderConfig
-from tensorlib.nn.modes import evaluation_mode
-from tensorlib.optim import AdamW, WarmupCosineSchedule
+from tensorlib.names_run import (
+    CONFIG_FILE,
+    MAX_GRAD_NORM,
+    MAX_SEED,
+    NamesSettings,
+    RunConfigError,
+    SavedRunConfig,
+    load_names_model,
+    prepare_names_run,
+    read_run_config,
+    sample_names,
+    save_names_run,
+    train_names_run,
+)
 from tensorlib.rng import Rng
-from tensorlib.train import TrainingDivergedError, train
+from tensorlib.train import TrainingDivergedError
 from tensorlib.validation import heads_divide
-
-CONFIG_FORMAT = "tensorlib names run"
-CONFIG_VERSION = 1
-SPLIT = (0.8, 0.1, 0.1)
-MAX_SEED = 2**63 - 1
-EVALUATION_BATCH = 256  # windows per forward pass when measuring a loss
 
 
 class CommandError(Exception):
@@ -125,33 +117,41 @@ def build_parser() -> argparse.ArgumentParser:
                     "the workbook.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    defaults = NamesSettings()
     trainer = commands.add_parser(
         "train-names", help="train a GPT-style decoder on census names",
         description="Train tensorlib's GPT-style Decoder on a census name list (split "
                     "80/10/10 into train/validation/test), compare it with a count-based "
                     "bigram model, save the run and print sampled names.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    trainer.add_argument("--kind", choices=NAME_KINDS, default="last",
+    trainer.add_argument("--kind", choices=NAME_KINDS, default=defaults.kind,
                          help="which census list to learn")
-    trainer.add_argument("--steps", type=_positive_int, default=1500, help="optimizer steps")
-    trainer.add_argument("--layers", type=_positive_int, default=2, help="decoder blocks")
-    trainer.add_argument("--channels", type=_positive_int, default=64,
+    trainer.add_argument("--steps", type=_positive_int, default=defaults.steps,
+                         help="optimizer steps")
+    trainer.add_argument("--layers", type=_positive_int, default=defaults.layers,
+                         help="decoder blocks")
+    trainer.add_argument("--channels", type=_positive_int, default=defaults.channels,
                          help="embedding width (a multiple of --heads)")
-    trainer.add_argument("--heads", type=_positive_int, default=4, help="attention heads")
-    trainer.add_argument("--context-length", type=_positive_int, default=16,
+    trainer.add_argument("--heads", type=_positive_int, default=defaults.heads,
+                         help="attention heads")
+    trainer.add_argument("--context-length", type=_positive_int,
+                         default=defaults.context_length,
                          help="tokens the model sees at once")
-    trainer.add_argument("--batch-size", type=_positive_int, default=32,
+    trainer.add_argument("--batch-size", type=_positive_int, default=defaults.batch_size,
                          help="windows per step")
-    trainer.add_argument("--learning-rate", type=_positive_float, default=3e-3,
+    trainer.add_argument("--learning-rate", type=_positive_float,
+                         default=defaults.learning_rate,
                          help="peak AdamW learning rate (warm-up, then cosine to a tenth)")
-    trainer.add_argument("--weight-decay", type=_fraction, default=0.01,
+    trainer.add_argument("--weight-decay", type=_fraction, default=defaults.weight_decay,
                          help="AdamW weight decay")
-    trainer.add_argument("--dropout", type=_fraction, default=0.0, help="dropout probability")
-    trainer.add_argument("--eval-every", type=_positive_int, default=None,
+    trainer.add_argument("--dropout", type=_fraction, default=defaults.dropout,
+                         help="dropout probability")
+    trainer.add_argument("--eval-every", type=_positive_int, default=defaults.eval_every,
                          help="steps between validation losses (default: steps / 10)")
-    trainer.add_argument("--eval-windows", type=_non_negative_int, default=1000,
+    trainer.add_argument("--eval-windows", type=_non_negative_int,
+                         default=defaults.eval_windows,
                          help="windows of each split used to measure losses (0: all)")
-    trainer.add_argument("--seed", type=_seed, default=0,
+    trainer.add_argument("--seed", type=_seed, default=defaults.seed,
                          help="seed of the split, the initialization, the batches and the "
                               "samples")
     trainer.add_argument("--output", type=Path, default=Path("runs/names"),
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="save only the model's parameters in the checkpoint (no AdamW "
                               "or RNG state: a third of the size, but training cannot resume "
                               "from it)")
-    trainer.set_defaults(handler=train_names)
+    trainer.set_defaults(handler=train_names_command)
 
     sampler = commands.add_parser(
         "sample-names", help="sample names from a trained run",
@@ -212,42 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# =============================================================================== helpers
-def random_windows(stream: np.ndarray, context_length: int, batch_size: int,
-                   rng: Rng) -> tuple[np.ndarray, np.ndarray]:
-    """``batch_size`` windows starting at random offsets of ``stream``: inputs and next-token
-    targets, both ``(batch_size, context_length)``."""
-    windows = np.lib.stride_tricks.sliding_window_view(stream, context_length + 1)  # (W, T+1)
-    chosen = windows[rng.integers(0, len(windows), size=batch_size)]  # (B, T+1)
-    return chosen[:, :-1], chosen[:, 1:]
-
-
-def mean_loss(model: Decoder, inputs: np.ndarray, targets: np.ndarray) -> float:
-    """Mean cross-entropy over all positions of ``(N, T)`` windows, in eval mode, no graph."""
-    total = 0.0
-    with evaluation_mode(model):
-        for start in range(0, len(inputs), EVALUATION_BATCH):
-            chunk = slice(start, start + EVALUATION_BATCH)
-            count = len(inputs[chunk])
-            total += float(model.loss(inputs[chunk], targets[chunk]).item()) * count
-    return total / len(inputs)
-
-
-def sample_names(model: Decoder, tokenizer: CharTokenizer, count: int, rng: Rng,
-                 max_length: int, temperature: float = 1.0,
-                 top_k: int | None = None) -> list[str]:
-    """``count`` names generated after the boundary token, each cut at its next boundary
-    (or after ``max_length`` characters)."""
-    if count == 0:
-        return []
-    prompt = np.full((count, 1), tokenizer.boundary_id, dtype=np.int64)
-    ids = model.generate(prompt, max_new_tokens=max_length + 1, temperature=temperature,
-                         top_k=top_k, rng=rng)[:, 1:]  # (count, max_length + 1)
-    ended = ids == tokenizer.boundary_id
-    lengths = np.where(ended.any(axis=1), ended.argmax(axis=1), max_length)  # (count,)
-    return [tokenizer.decode(ids[row, :lengths[row]]) for row in range(count)]
-
-
+# =============================================================================== printing
 def _print_samples(samples: list[str], known: set[str], heading: str) -> None:
     print(heading)
     for name in samples:
@@ -260,240 +225,124 @@ def _print_samples(samples: list[str], known: set[str], heading: str) -> None:
 
 
 def _prepare_output(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise CommandError(f"--output {folder} exists and is not a folder")
+    """Create the --output folder before any work, or say why it cannot be."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CommandError(f"--output {folder} exists and is not a folder") from None
     except OSError as error:
         raise CommandError(f"cannot create the output folder {folder}: "
                            f"{error.strerror or error}") from None
 
 
 # =============================================================================== train-names
-def train_names(args: argparse.Namespace) -> int:
-    """Train on census names, report against the bigram baseline, save, sample."""
+def train_names_command(args: argparse.Namespace) -> int:
+    """Train a names run, print it against the bigram baseline, save it, print samples."""
     try:
         heads_divide(args.channels, args.heads, ("--channels", "--heads"))
     except ValueError as error:
         raise CommandError(str(error)) from None
-    words = names(args.kind)
-    tokenizer = CharTokenizer(words)
-    train_words, validation_words, test_words = train_validation_test_split(
-        words, SPLIT, seed=args.seed)
-    length = args.context_length
-    train_stream = token_stream(train_words, tokenizer)
-    validation_stream = token_stream(validation_words, tokenizer)
-    if len(validation_stream) < length + 1:
-        raise CommandError(f"--context-length {length} is longer than the validation text "
-                           f"({len(validation_stream)} tokens)")
+    # The options of train-names carry the names of NamesSettings' fields.
+    settings = NamesSettings(**{field.name: getattr(args, field.name)
+                                for field in dataclasses.fields(NamesSettings)})
+    try:
+        run = prepare_names_run(settings)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     _prepare_output(args.output)
     # A program of our own: keep the memory each step frees for the next (docs/performance.md).
     keep_freed_memory()
-    # Evaluation windows: consecutive, non-overlapping (what data.sequence_targets makes).
-    train_inputs, train_targets = stream_windows(train_stream, length)
-    validation_inputs, validation_targets = stream_windows(validation_stream, length)
-    if args.eval_windows:
-        train_inputs, train_targets = (train_inputs[:args.eval_windows],
-                                       train_targets[:args.eval_windows])
-        validation_inputs, validation_targets = (validation_inputs[:args.eval_windows],
-                                                 validation_targets[:args.eval_windows])
 
-    config = DecoderConfig(vocabulary_size=tokenizer.vocabulary_size, context_length=length,
-                           channels=args.channels, heads=args.heads, layers=args.layers,
-                           dropout=args.dropout)
-    model = Decoder(config, rng=Rng(args.seed))
-    # Near-equal first logits, so the first loss is near ln V (notebook 15's fix).
-    with no_grad():
-        model.language_model_head.weight.mul_(0.1)
-    initial_loss = mean_loss(model, validation_inputs, validation_targets)
-    optimizer = AdamW(model, lr=args.learning_rate, weight_decay=args.weight_decay)
-    warmup = min(100, args.steps // 10)
-    schedule = WarmupCosineSchedule(optimizer, base_lr=args.learning_rate, warmup_steps=warmup,
-                                    total_steps=args.steps, min_lr=args.learning_rate / 10)
-    batch_rng = Rng(args.seed + 1)
-    eval_every = args.eval_every or max(1, args.steps // 10)
-
-    print(f"census {args.kind} names: {len(words):,} names, "
-          f"{tokenizer.vocabulary_size - 1} letters + boundary; split "
-          f"{len(train_words):,} / {len(validation_words):,} / {len(test_words):,} "
-          f"(train / validation / test, seed {args.seed})")
+    config, vocabulary = run.model.config, run.tokenizer.vocabulary_size
+    print(f"census {settings.kind} names: {len(run.words):,} names, "
+          f"{vocabulary - 1} letters + boundary; split {len(run.train_words):,} / "
+          f"{len(run.validation_words):,} / {len(run.test_words):,} "
+          f"(train / validation / test, seed {settings.seed})")
     print(f"model: Decoder(layers={config.layers}, channels={config.channels}, "
           f"heads={config.heads}, context_length={config.context_length}), "
-          f"{model.num_parameters():,} parameters")
-    print(f"training: {args.steps} steps of {args.batch_size} x {length} tokens, AdamW lr "
-          f"{args.learning_rate:g} (warm-up {warmup} steps, cosine to "
-          f"{args.learning_rate / 10:g}), gradient clipping at 1.0")
-    print(f"loss before training: {initial_loss:.2f} (ln {tokenizer.vocabulary_size} = "
-          f"{math.log(tokenizer.vocabulary_size):.2f})", flush=True)
-
-    def batches(step: int) -> tuple[np.ndarray, np.ndarray]:
-        return random_windows(train_stream, length, args.batch_size, batch_rng)
-
-    started = time.perf_counter()
+          f"{run.model.num_parameters():,} parameters")
+    print(f"training: {settings.steps} steps of {settings.batch_size} x "
+          f"{settings.context_length} tokens, AdamW lr {settings.learning_rate:g} (warm-up "
+          f"{settings.warmup_steps} steps, cosine to {settings.min_learning_rate:g}), "
+          f"gradient clipping at {MAX_GRAD_NORM}")
+    print(f"loss before training: {run.initial_validation_loss:.2f} (ln {vocabulary} = "
+          f"{math.log(vocabulary):.2f})", flush=True)
     try:
-        history = train(model, optimizer, batches, args.steps,
-                        evaluate=lambda: mean_loss(model, validation_inputs, validation_targets),
-                        evaluate_every=eval_every, schedule=schedule, max_grad_norm=1.0,
-                        progress=not args.quiet)
+        result = train_names_run(run, progress=not args.quiet)
     except TrainingDivergedError as error:
         print(f"tensorlib train-names: error: {error}", file=sys.stderr)
         return 1
-    seconds = time.perf_counter() - started
 
+    history, losses = result.history, result.losses
     print("step  train loss (batch)  validation loss")
     for step, validation in history.evaluations():
         print(f"{step:>4}  {history[step - 1].train_loss:>18.4f}  {validation:>15.4f}")
-
-    bigram = BigramModel.fit_pairs(train_stream[:-1], train_stream[1:],
-                                   tokenizer.vocabulary_size, smoothing=1.0)
-    results = {
-        "initial_validation_loss": initial_loss,
-        "train_loss": mean_loss(model, train_inputs, train_targets),
-        "validation_loss": history.final()["validation_loss"],
-        "bigram_train_loss": bigram.pair_negative_log_likelihood(train_inputs, train_targets),
-        "bigram_validation_loss": bigram.pair_negative_log_likelihood(validation_inputs,
-                                                                      validation_targets),
-    }
-    windows = "all" if not args.eval_windows else f"the first {len(validation_inputs):,}"
+    evaluated = len(run.validation_windows[0])
+    windows = "all" if not settings.eval_windows else f"the first {evaluated:,}"
     print(f"\nmean loss per character (nats) on {windows} windows of "
-          f"{length} tokens of each split:")
+          f"{settings.context_length} tokens of each split:")
     print("                         train  validation")
-    print(f"  bigram (add-one)     {results['bigram_train_loss']:>7.4f}  "
-          f"{results['bigram_validation_loss']:>10.4f}")
-    print(f"  decoder              {results['train_loss']:>7.4f}  "
-          f"{results['validation_loss']:>10.4f}")
-    tokens = args.steps * args.batch_size * length
-    print(f"trained in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s, evaluation "
-          f"included)")
+    print(f"  bigram (add-one)     {losses.bigram_train_loss:>7.4f}  "
+          f"{losses.bigram_validation_loss:>10.4f}")
+    print(f"  decoder              {losses.train_loss:>7.4f}  {losses.validation_loss:>10.4f}")
+    tokens = settings.steps * settings.batch_size * settings.context_length
+    print(f"trained in {result.seconds:.1f} s ({tokens / result.seconds:,.0f} tokens/s, "
+          f"evaluation included)")
 
-    checkpoint_path = args.output / "checkpoint.tlckpt"
-    config_path = args.output / "config.json"
-    figure_path = args.output / "loss_curve.png"
-    max_length = max(len(word) for word in words)
-    run = {
-        "format": CONFIG_FORMAT,
-        "version": CONFIG_VERSION,
-        "model": dataclasses.asdict(config),
-        "characters": tokenizer.characters,
-        "seed": args.seed,
-        "kind": args.kind,
-        "max_name_length": max_length,
-        "training": {"steps": args.steps, "batch_size": args.batch_size,
-                     "learning_rate": args.learning_rate, "warmup_steps": warmup,
-                     "min_learning_rate": args.learning_rate / 10,
-                     "weight_decay": args.weight_decay, "max_grad_norm": 1.0,
-                     "split": list(SPLIT), "eval_windows": args.eval_windows},
-        "results": results,
-    }
     try:
-        if args.weights_only:
-            checkpoint.save(checkpoint_path, model)
-        else:
-            checkpoint.save(checkpoint_path, model, optimizer, rng=batch_rng)
-        write_text_atomic(config_path, json.dumps(run, indent=2) + "\n")
-        _save_loss_curve(history, results["bigram_validation_loss"], figure_path)
+        checkpoint_path, config_path, figure_path = save_names_run(
+            run, result, args.output, weights_only=args.weights_only)
     except OSError as error:
         raise CommandError(f"cannot write the run to {args.output}: "
                            f"{error.strerror or error}") from None
     print(f"wrote {checkpoint_path}, {config_path.name}, {figure_path.name}")
 
-    samples = sample_names(model, tokenizer, args.samples, Rng(args.seed), max_length)
+    samples = sample_names(run.model, run.tokenizer, args.samples, Rng(settings.seed),
+                           run.max_name_length)
     if samples:
-        _print_samples(samples, set(words),
-                       f"\n{len(samples)} sampled names (seed {args.seed}, temperature 1):")
+        _print_samples(samples, set(run.words),
+                       f"\n{len(samples)} sampled names (seed {settings.seed}, temperature 1):")
     return 0
 
 
-def _save_loss_curve(history: Any, bigram_loss: float, path: Path) -> None:
-    from tensorlib.viz.plots import plot_loss_curves
-
-    figure = plot_loss_curves(history, smoothing=0.9, title="census names: decoder loss")
-    axes = figure.axes[0]
-    axes.axhline(bigram_loss, color="gray", linestyle="--", linewidth=1.0,
-                 label="bigram (validation)")
-    axes.legend(loc="upper right")
-    figure.savefig(path, dpi=120)
-
-
 # =============================================================================== sample-names
-def _load_run_config(path: Path) -> tuple[DecoderConfig, CharTokenizer, dict[str, Any]]:
+def _read_run_config(path: Path) -> SavedRunConfig:
     try:
-        run = json.loads(path.read_text(encoding="utf-8"))
+        return read_run_config(path)
     except FileNotFoundError:
         raise CommandError(f"config file {path} not found (pass --config)") from None
     except OSError as error:
         raise CommandError(f"cannot read config file {path}: {error.strerror or error}") \
             from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CommandError(f"config file {path} is not valid JSON: {error}") from None
-    if not isinstance(run, dict) or run.get("format") != CONFIG_FORMAT:
-        raise CommandError(f"{path} is not a train-names config (no \"format\": "
-                           f"\"{CONFIG_FORMAT}\")")
-    if run.get("version") != CONFIG_VERSION:
-        raise CommandError(f"config file {path} has version {run.get('version')!r}; this "
-                           f"tensorlib reads version {CONFIG_VERSION}")
-    for key in ("model", "characters"):
-        if key not in run:
-            raise CommandError(f"config file {path} has no {key!r} entry")
-    if not isinstance(run["model"], dict):
-        raise CommandError(f"config file {path}: 'model' must be an object")
-    try:
-        config = DecoderConfig(**run["model"])
-    except (TypeError, ValueError) as error:
-        raise CommandError(f"config file {path} has a bad model configuration: {error}") \
-            from None
-    characters = run["characters"]
-    if not (isinstance(characters, list) and len(characters) >= 2
-            and all(isinstance(c, str) and len(c) == 1 for c in characters)):
-        raise CommandError(f"config file {path}: 'characters' must be a list of single "
-                           "characters, the boundary first")
-    try:
-        tokenizer = CharTokenizer("".join(characters[1:]), boundary=characters[0])
-    except ValueError as error:
-        raise CommandError(f"config file {path} has bad characters: {error}") from None
-    if tokenizer.characters != characters:
-        raise CommandError(f"config file {path}: 'characters' must be distinct and sorted "
-                           "after the boundary")
-    if tokenizer.vocabulary_size != config.vocabulary_size:
-        raise CommandError(f"config file {path}: {len(characters)} characters but "
-                           f"vocabulary_size {config.vocabulary_size}")
-    return config, tokenizer, run
-
-
-def _check_run_integer(run: dict[str, Any], key: str, default: int, path: Path) -> int:
-    value = run.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise CommandError(f"config file {path}: {key!r} must be a non-negative integer, "
-                           f"got {value!r}")
-    return value
+    except RunConfigError as error:
+        raise CommandError(str(error)) from None
 
 
 def sample_names_command(args: argparse.Namespace) -> int:
     """Load a run (config + checkpoint) and print sampled names."""
-    config_path = args.config or args.checkpoint.parent / "config.json"
     if not args.checkpoint.is_file():
         raise CommandError(f"checkpoint {args.checkpoint} not found" if not
                            args.checkpoint.exists() else
                            f"checkpoint {args.checkpoint} is not a file")
-    config, tokenizer, run = _load_run_config(config_path)
-    if args.top_k is not None and args.top_k > config.vocabulary_size:
+    saved = _read_run_config(args.config or args.checkpoint.parent / CONFIG_FILE)
+    if args.top_k is not None and args.top_k > saved.model.vocabulary_size:
         raise CommandError(f"--top-k {args.top_k} exceeds the vocabulary size "
-                           f"{config.vocabulary_size}")
-    seed = args.seed if args.seed is not None else _check_run_integer(run, "seed", 0,
-                                                                      config_path)
-    max_length = _check_run_integer(run, "max_name_length", 32, config_path) or 32
-    model = Decoder(config, rng=Rng(0))
+                           f"{saved.model.vocabulary_size}")
     try:
-        checkpoint.load(args.checkpoint, model)
+        seed = args.seed if args.seed is not None else saved.seed
+        max_length = saved.max_name_length
+    except RunConfigError as error:
+        raise CommandError(str(error)) from None
+    try:
+        model = load_names_model(saved.model, args.checkpoint)
     except checkpoint.CheckpointError as error:
         raise CommandError(f"cannot load checkpoint {args.checkpoint}: {error}") from None
     except OSError as error:
         raise CommandError(f"cannot read checkpoint {args.checkpoint}: "
                            f"{error.strerror or error}") from None
-    samples = sample_names(model, tokenizer, args.count, Rng(seed), max_length,
+    samples = sample_names(model, saved.tokenizer, args.count, Rng(seed), max_length,
                            temperature=args.temperature, top_k=args.top_k)
-    kind = run.get("kind")
-    known = set(names(kind)) if kind in NAME_KINDS else set()
+    known = set(names(saved.kind)) if saved.kind is not None else set()
     top_k = "" if args.top_k is None else f", top-k {args.top_k}"
     heading = f"{len(samples)} sampled names (seed {seed}, temperature {args.temperature:g}" \
               f"{top_k}):"
@@ -519,8 +368,7 @@ def ladder_command(args: argparse.Namespace) -> int:
     rungs = args.rungs if isinstance(args.rungs, list) else _rung_list(args.rungs)
     _prepare_output(args.output)
     keep_freed_memory()
-    budget = Budget(steps=args.steps, warmup_steps=min(Budget.warmup_steps, args.steps // 10),
-                    evaluate_every=min(Budget.evaluate_every, args.steps))
+    budget = Budget.of_steps(args.steps)
     print(f"the ladder: {len(rungs)} rungs on the census surnames; every trained rung "
           f"{budget.steps:,} AdamW steps of {budget.batch_names} names, lr "
           f"{budget.learning_rate:g} (warm-up {budget.warmup_steps}, cosine to "
@@ -541,7 +389,7 @@ def ladder_command(args: argparse.Namespace) -> int:
     print(ladder_table(record))
     path = args.output / "ladder.json"
     try:
-        write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+        save_ladder(record, path)
     except OSError as error:
         raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
     print(f"wrote {path}")
@@ -550,46 +398,30 @@ def ladder_command(args: argparse.Namespace) -> int:
 
 # ================================================================================= progress
 def progress_command(args: argparse.Namespace) -> int:
+    """Print every notebook's checks with their last status, and the workbook's counts."""
     folder = args.folder
     if folder is None:
         folder = Path("notebooks") if Path("notebooks").is_dir() else Path(".")
     if not folder.is_dir():
         raise CommandError(f"{folder} is not a folder")
-    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]*_*.ipynb"))
-    if not notebooks:
-        raise CommandError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
+    try:
+        notebooks = exercises.workbook_progress(folder)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     print(f"progress in {folder}/ (as each check cell last reported):")
-    every_row: list[tuple[str, str, str]] = []
-    for notebook in notebooks:
-        try:
-            expected = exercises.checks_in(folder / f"{notebook}.ipynb")
-        except (OSError, ValueError):
-            expected = []
-        if not expected:
-            continue  # a notebook without checks
-        path = folder / exercises.PROGRESS_FOLDER / f"{notebook}.json"
-        try:
-            recorded = exercises.read_progress(path) if path.exists() else {}
-            statuses = {name: entry["status"] for name, entry in recorded.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            print(f"{notebook}: its progress file is unreadable (run its check cells again)")
-            statuses = {}
-        rows = [(name, kind, statuses.get(name, "not run yet")) for name, kind in expected]
-        every_row += rows
-        print(f"{notebook}: {_said(_done_counts(rows))}")
-        for name, kind, status in rows:
+    for progress in notebooks:
+        if not progress.readable:
+            print(f"{progress.notebook}: its progress file is unreadable (run its check cells "
+                  "again)")
+        print(f"{progress.notebook}: {_said(exercises.done_counts(progress.checks))}")
+        for name, kind, status in progress.checks:
             print(f"    {status:13s} {kind:9s} {name}")
-    print(f"the workbook: {_said(_done_counts(every_row))}")
+    every_check = [check for progress in notebooks for check in progress.checks]
+    print(f"the workbook: {_said(exercises.done_counts(every_check))}")
     return 0
 
 
-def _done_counts(rows: list[tuple[str, str, str]]) -> dict[str, list[int]]:
-    """For (name, kind, status) rows: kind -> [checks done, checks]."""
-    return {kind: [sum(status == "done" for _, k, status in rows if k == kind),
-                   sum(k == kind for _, k, _ in rows)] for kind in ("piece", "exercise")}
-
-
-def _said(counts: dict[str, list[int]]) -> str:
+def _said(counts: dict[str, tuple[int, int]]) -> str:
     """"core pieces 1 of 2 done, exercises 0 of 4 done" (a kind with no check left out)."""
     return ", ".join(f"{label} {counts[kind][0]} of {counts[kind][1]} done"
                      for kind, label in (("piece", "core pieces"), ("exercise", "exercises"))

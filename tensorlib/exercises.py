@@ -63,6 +63,7 @@ import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -73,7 +74,8 @@ from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
 from tensorlib.validation import is_floating
 
-__all__ = ["Checker", "record_progress", "read_progress", "checks_in", "PROGRESS_FOLDER"]
+__all__ = ["Checker", "NotebookProgress", "record_progress", "read_progress", "checks_in",
+           "done_counts", "workbook_progress", "PROGRESS_FOLDER"]
 
 PROGRESS_FOLDER = ".progress"  # beside the notebooks; hidden in JupyterLab's file browser
 Piece = TypeVar("Piece")
@@ -562,6 +564,54 @@ def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
                             and keyword.value.value is True for keyword in node.keywords)
                 found.append((node.args[0].value, "piece" if piece else "exercise"))
     return found
+
+
+@dataclass(frozen=True)
+class NotebookProgress:
+    """One workbook notebook's checks in the order of its cells, each ``(name, kind,
+    status)`` with the status its check cell last recorded ("not run yet" where none did).
+    ``readable`` is False when the notebook's progress file could not be read; every check
+    then counts as not run yet."""
+
+    notebook: str
+    checks: list[tuple[str, str, str]]
+    readable: bool = True
+
+
+def workbook_progress(folder: str | os.PathLike[str]) -> list[NotebookProgress]:
+    """The progress of every workbook notebook (``NN_topic.ipynb``) in ``folder`` that has
+    checks, in the order of the notebooks' names, as ``folder/.progress/`` records it.
+    ValueError when ``folder`` holds no workbook notebook."""
+    folder = Path(folder)
+    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]*_*.ipynb"))
+    if not notebooks:
+        raise ValueError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
+    progress = []
+    for notebook in notebooks:
+        try:
+            expected = checks_in(folder / f"{notebook}.ipynb")
+        except (OSError, ValueError):
+            expected = []
+        if not expected:
+            continue  # a notebook without checks
+        path = folder / PROGRESS_FOLDER / f"{notebook}.json"
+        readable = True
+        try:
+            recorded = read_progress(path) if path.exists() else {}
+            statuses = {name: entry["status"] for name, entry in recorded.items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            readable, statuses = False, {}
+        checks = [(name, kind, statuses.get(name, "not run yet")) for name, kind in expected]
+        progress.append(NotebookProgress(notebook, checks, readable))
+    return progress
+
+
+def done_counts(checks: Iterable[tuple[str, str, str]]) -> dict[str, tuple[int, int]]:
+    """For ``(name, kind, status)`` checks: each kind ("piece", "exercise") -> (checks done,
+    checks)."""
+    checks = list(checks)
+    return {kind: (sum(status == "done" for _, k, status in checks if k == kind),
+                   sum(k == kind for _, k, _ in checks)) for kind in ("piece", "exercise")}
 
 
 def _record(checker: Checker) -> None:

@@ -32,6 +32,7 @@ ladder`` runs them all and writes the results as JSON (the notebooks ship one su
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import platform
@@ -45,6 +46,7 @@ import numpy as np
 from tensorlib.autograd import no_grad
 from tensorlib.baselines import BigramModel
 from tensorlib.data import CharTokenizer, names, random_batch, train_validation_test_split
+from tensorlib.files import write_text_atomic
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import MultiheadAttention
 from tensorlib.nn.layers import Embedding, LayerNorm, Linear, PositionalEmbedding
@@ -72,6 +74,7 @@ __all__ = [
     "position_nats",
     "rung_loss",
     "run_rung",
+    "save_ladder",
     "scored_logits",
 ]
 
@@ -108,6 +111,13 @@ class Budget:
     evaluate_every: int = 250
     train_window: int = 100
     seed: int = 0
+
+    @classmethod
+    def of_steps(cls, steps: int) -> Budget:
+        """The default budget with ``steps`` steps: its warm-up cut to a tenth of them where
+        that is shorter, and the validation loss measured at least once."""
+        return cls(steps=steps, warmup_steps=min(cls.warmup_steps, steps // 10),
+                   evaluate_every=min(cls.evaluate_every, steps))
 
 
 # ======================================================================================= data
@@ -448,6 +458,12 @@ def run_ladder(rungs: Sequence[str] = RUNGS, budget: Budget = Budget(), progress
         "rungs": results,
     }
 
+
+
+def save_ladder(record: dict[str, Any], path: str | os.PathLike) -> None:
+    """Write a ladder's record (what :func:`run_ladder` returns) to ``path`` as JSON, whole or
+    not at all; OSError when it cannot be written."""
+    write_text_atomic(path, json.dumps(record, indent=1) + "\n")
 
 
 def ladder_table(record: dict[str, Any]) -> str:

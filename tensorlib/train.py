@@ -41,6 +41,7 @@ __all__ = [
     "evaluate_loss",
     "exponential_moving_average",
     "learning_rate_range_test",
+    "mean_loss",
     "train",
 ]
 
@@ -189,6 +190,27 @@ def evaluate_loss(model: Any, evaluate: Callable[[], Any]) -> float:
     previous mode is restored afterwards. Returns the loss as a float."""
     with evaluation_mode(model):
         return _scalar(evaluate(), "evaluate() result")
+
+
+def mean_loss(model: Any, inputs: np.ndarray, targets: np.ndarray,
+              batch_size: int = 256) -> float:
+    """The mean of ``model.loss`` over all of ``inputs`` and ``targets`` (aligned along
+    their first axis), ``batch_size`` rows per forward pass, in eval mode without a graph.
+
+    Each chunk's loss is weighted by its rows, so for a loss that averages over rows (such
+    as a language model's cross-entropy) the result does not depend on ``batch_size``.
+    ValueError when ``inputs`` is empty.
+    """
+    batch_size = positive_integer(batch_size, "batch_size")
+    if len(inputs) == 0:
+        raise ValueError("mean_loss needs at least one row of inputs, got none")
+    total = 0.0
+    with evaluation_mode(model):
+        for start in range(0, len(inputs), batch_size):
+            chunk = slice(start, start + batch_size)
+            rows = len(inputs[chunk])
+            total += _scalar(model.loss(inputs[chunk], targets[chunk]), "the loss") * rows
+    return total / len(inputs)
 
 
 def train(

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from tensorlib import Rng, checkpoint
-from tensorlib.__main__ import main, sample_names
+from tensorlib.__main__ import main
 from tensorlib.data import CharTokenizer, sequence_targets, stream_windows, token_stream
+from tensorlib.names_run import sample_names
 from tensorlib.nn import Decoder, DecoderConfig
 
 TINY = ["--steps", "5", "--layers", "1", "--channels", "16", "--heads", "2",

@@ -19,7 +19,9 @@ from tensorlib.data import (
     make_spirals,
     names,
     random_batch,
+    random_windows,
     sequence_targets,
+    stream_windows,
     train_validation_test_split,
 )
 from tensorlib.rng import Rng
@@ -308,6 +310,30 @@ def test_random_batch_errors():
         random_batch(Rng(0), 2, np.zeros(0))
     with pytest.raises(TypeError, match="rng"):
         random_batch(0, 2, np.zeros(3))
+
+
+def test_random_windows_are_stream_windows_at_random_offsets():
+    stream = np.arange(20, dtype=np.int64) * 3
+    inputs, targets = random_windows(stream, 4, 6, Rng(2))
+    assert inputs.shape == targets.shape == (6, 4) and inputs.dtype == np.int64
+    starts = inputs[:, 0] // 3
+    np.testing.assert_array_equal(starts, Rng(2).integers(0, 16, size=6))  # 16 windows of 5
+    every_window = np.stack(stream_windows(stream, 4, stride=1), axis=1)  # (16, 2, 4)
+    np.testing.assert_array_equal(np.stack([inputs, targets], axis=1), every_window[starts])
+    again = random_windows(stream, 4, 6, Rng(2))
+    np.testing.assert_array_equal(again[0], inputs)
+    np.testing.assert_array_equal(again[1], targets)
+
+
+def test_random_windows_errors():
+    with pytest.raises(ValueError, match=r"at least block_size \+ 1 = 6 ids"):
+        random_windows(np.arange(5), 5, 2, Rng(0))
+    with pytest.raises(ValueError, match="1-D"):
+        random_windows(np.zeros((3, 8), dtype=np.int64), 2, 2, Rng(0))
+    with pytest.raises(ValueError, match="block_size"):
+        random_windows(np.arange(5), 0, 2, Rng(0))
+    with pytest.raises(ValueError, match="batch_size"):
+        random_windows(np.arange(5), 2, 0, Rng(0))
 
 
 # ------------------------------------------------------------------- synthetic sets

@@ -562,6 +562,30 @@ def test_the_progress_command_lists_every_check_in_notebook_order_with_a_total(t
     assert main(["progress", str(tmp_path / "absent")]) == 2
 
 
+def test_workbook_progress_reads_each_notebooks_checks_and_statuses(tmp_path):
+    _notebook_with_checks(tmp_path / "01_first.ipynb", ("A", True), ("B", False))
+    _notebook_with_checks(tmp_path / "02_second.ipynb", ("C", True))
+    _notebook_with_checks(tmp_path / "02a_no_checks.ipynb")
+    (tmp_path / "notes.ipynb").write_text("not a workbook notebook")
+    (tmp_path / ".progress").mkdir()
+    (tmp_path / ".progress" / "01_first.json").write_text(json.dumps(
+        {"checks": {"B": {"kind": "exercise", "status": "done"}}}))
+    (tmp_path / ".progress" / "02_second.json").write_text('{"checks": [1]}')
+    assert exercises.workbook_progress(tmp_path) == [
+        exercises.NotebookProgress("01_first", [("A", "piece", "not run yet"),
+                                                ("B", "exercise", "done")]),
+        exercises.NotebookProgress("02_second", [("C", "piece", "not run yet")],
+                                   readable=False)]
+    with pytest.raises(ValueError, match="holds no workbook notebooks"):
+        exercises.workbook_progress(tmp_path / ".progress")
+
+
+def test_done_counts_count_each_kind():
+    checks = [("A", "piece", "done"), ("B", "piece", "failed"), ("C", "exercise", "done")]
+    assert exercises.done_counts(checks) == {"piece": (1, 2), "exercise": (1, 1)}
+    assert exercises.done_counts([]) == {"piece": (0, 0), "exercise": (0, 0)}
+
+
 def test_every_notebook_with_checks_records_its_progress():
     for path in SOLUTIONS:
         sources = [cell.source for cell in nbformat.read(path, as_version=4).cells

@@ -28,6 +28,7 @@ from tensorlib.ladder import (
     position_nats,
     run_rung,
     rung_loss,
+    save_ladder,
     scored_logits,
 )
 
@@ -123,6 +124,23 @@ def test_a_short_run_repeats_the_first_steps_of_the_full_run(data):
         run_rung("mlp3", data, budget, steps=41)
     with pytest.raises(ValueError, match="unknown trained rung 'lstm'"):
         build_rung("lstm", data)
+
+
+def test_a_budget_of_fewer_steps_keeps_its_warm_up_and_evaluations_inside_them():
+    assert Budget.of_steps(10_000) == Budget()
+    short = Budget.of_steps(50)
+    assert (short.steps, short.warmup_steps, short.evaluate_every) == (50, 5, 50)
+    assert short.learning_rate == Budget.learning_rate
+    assert (Budget.of_steps(2000).warmup_steps, Budget.of_steps(2000).evaluate_every) == \
+        (100, 250)
+
+
+def test_save_ladder_writes_the_record_as_json(tmp_path):
+    record = {"format": "tensorlib ladder", "rungs": [{"rung": "bigram", "seconds": 0.5}]}
+    save_ladder(record, tmp_path / "ladder.json")
+    text = (tmp_path / "ladder.json").read_text(encoding="utf-8")
+    assert json.loads(text) == record and text.endswith("}\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "ladder.json"]  # no temporary file left
 
 
 # ========================================================================= the command

@@ -16,6 +16,7 @@ from tensorlib.train import (
     History,
     StepRecord,
     TrainingDivergedError,
+    mean_loss,
     train,
 )
 
@@ -114,6 +115,32 @@ def test_evaluation_cadence_mode_and_no_grad():
     only_last = train(model, SGD(model, lr=0.1), fixed_batches, steps=3, evaluate=evaluate,
                       progress=False)
     assert [step for step, _ in only_last.evaluations()] == [3]
+
+
+def test_mean_loss_weights_each_chunk_by_its_rows():
+    model = Regressor()
+    whole = float(model.loss(X, Y).item())
+    for batch_size in (1, 5, 16, 100):  # 5: chunks of 5, 5, 5 and 1 rows
+        assert mean_loss(model, X, Y, batch_size=batch_size) == pytest.approx(whole, rel=1e-6)
+
+
+def test_mean_loss_runs_in_eval_mode_without_a_graph():
+    model = Regressor()
+    seen = []
+    plain_loss = model.loss
+
+    def watched_loss(x, y):
+        seen.append((model.training, is_grad_enabled()))
+        return plain_loss(x, y)
+
+    model.loss = watched_loss
+    mean_loss(model, X, Y, batch_size=8)
+    assert seen == [(False, False)] * 2
+    assert model.training  # train mode restored
+    with pytest.raises(ValueError, match="at least one row"):
+        mean_loss(model, X[:0], Y[:0])
+    with pytest.raises(ValueError, match="batch_size"):
+        mean_loss(model, X, Y, batch_size=0)
 
 
 def test_schedule_object_sets_each_steps_learning_rate():

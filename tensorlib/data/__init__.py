@@ -1,7 +1,12 @@
 """Data for tensorlib: census name lists, a character tokenizer, batching, toy 2-D sets, and
 handwritten digits (8×8 images)."""
 
-from tensorlib.data.batching import batches, random_batch, train_validation_test_split
+from tensorlib.data.batching import (
+    batches,
+    random_batch,
+    random_windows,
+    train_validation_test_split,
+)
 from tensorlib.data.census import NAME_KINDS, names
 from tensorlib.data.digits import digits, shift_images
 from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
@@ -25,6 +30,7 @@ __all__ = [
     "make_spirals",
     "names",
     "random_batch",
+    "random_windows",
     "sequence_targets",
     "shift_images",
     "stream_windows",

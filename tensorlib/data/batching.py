@@ -1,4 +1,5 @@
-"""Splitting a data set and cutting it into mini-batches, all seeded by ``tensorlib.Rng``."""
+"""Splitting a data set and cutting it into mini-batches (of rows, or of windows of a token
+stream), all seeded by ``tensorlib.Rng``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from tensorlib import validation
 from tensorlib.rng import Rng
 
-__all__ = ["batches", "random_batch", "train_validation_test_split"]
+__all__ = ["batches", "random_batch", "random_windows", "train_validation_test_split"]
 
 Items = TypeVar("Items", list, np.ndarray)
 
@@ -120,3 +121,23 @@ def random_batch(rng: Rng, batch_size: int, *arrays) -> tuple[np.ndarray, ...]:
         raise ValueError("cannot draw a batch from empty arrays")
     indices = rng.integers(0, n, size=batch_size)
     return tuple(array[indices] for array in converted)
+
+
+def random_windows(stream: np.ndarray, block_size: int, batch_size: int,
+                   rng: Rng) -> tuple[np.ndarray, np.ndarray]:
+    """One batch for step-based training on a token stream: ``batch_size`` windows of
+    ``block_size + 1`` ids starting at random offsets of ``stream`` (drawn as
+    :func:`random_batch` draws rows, with replacement), as inputs ``window[:-1]`` and
+    next-token targets ``window[1:]``, both ``(batch_size, block_size)``.
+
+    :func:`tensorlib.data.stream_windows` cuts the same windows at fixed offsets instead.
+    ValueError unless ``stream`` is 1-D and holds at least ``block_size + 1`` ids.
+    """
+    block_size = validation.positive_integer(block_size, "block_size")
+    stream = np.asarray(stream)
+    if stream.ndim != 1 or len(stream) < block_size + 1:
+        raise ValueError(f"stream must be 1-D with at least block_size + 1 = {block_size + 1} "
+                         f"ids, got shape {stream.shape}")
+    windows = np.lib.stride_tricks.sliding_window_view(stream, block_size + 1)  # (W, T+1)
+    (chosen,) = random_batch(rng, batch_size, windows)                           # (B, T+1)
+    return chosen[:, :-1], chosen[:, 1:]

@@ -32,6 +32,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tensorlib import checkpoint, exercises
 from tensorlib.data import NAME_KINDS, names
@@ -61,51 +62,28 @@ class CommandError(Exception):
 
 
 # =============================================================================== option types
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+def _option_type(parse: Callable[[str], Any], accept: Callable[[Any], bool], expected: str,
+                 rule: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``parse(text)``, refused with "expected <expected>" when it
+    cannot be parsed and "must be <rule>" when ``accept`` says no."""
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        return value
+    return convert
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    value = _non_negative_int(text)
-    if value > MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be at most 2**63 - 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not 0.0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
+_positive_int = _option_type(int, lambda v: v >= 1, "a positive integer", "a positive integer")
+_non_negative_int = _option_type(int, lambda v: v >= 0, "an integer >= 0", "an integer >= 0")
+_seed = _option_type(int, lambda v: 0 <= v <= MAX_SEED, "an integer >= 0",
+                     "an integer from 0 to 2**63 - 1")
+_positive_float = _option_type(float, lambda v: 0.0 < v < math.inf, "a positive number",
+                               "a finite number > 0")
+_fraction = _option_type(float, lambda v: 0.0 <= v < 1.0, "a number in [0, 1)", "in [0, 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,7 @@ $(LAB_SETTINGS): jupyterlab/overrides.json $(STAMP)
 graphviz:
 	@scripts/ensure_graphviz.sh
 
-# Debian's chromium, for the browser test only (tests/test_browser.py); not part of setup.
+# Debian's chromium, for the browser test only (tests/course/test_browser.py); not part of setup.
 chromium:
 	@scripts/ensure_chromium.sh
 
@@ -40,7 +40,7 @@ lab: setup
 
 # What a new user sees: every committed drawing and plot visible in JupyterLab, none too wide.
 test-browser: setup chromium
-	$(BIN)/python -m pytest tests/test_browser.py -q
+	$(BIN)/python -m pytest tests/course/test_browser.py -q
 
 lint: setup
 	$(BIN)/ruff check .
@@ -56,9 +56,10 @@ TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHO
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
 # nbval runs the learner's workbook (notebooks/*.ipynb, the copies a learner opens). The teacher's
-# copies (notebooks/solutions/) run the same lessons with the answers in: tests/test_exercises.py
-# proves that their lesson cells store the learner's outputs and that every answer passes its
-# check, and `make test-portable` (CI's second stage) runs both copies under nbval.
+# copies (notebooks/solutions/) run the same lessons with the answers in:
+# tests/course/test_exercises.py proves that their lesson cells store the learner's outputs and
+# that every answer passes its check, and `make test-portable` (CI's second stage) runs both
+# copies under nbval.
 test: setup
 	$(BIN)/ruff check .
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests notebooks/*.ipynb --nbval --nbval-current-env -q
@@ -74,16 +75,16 @@ test-portable: setup
 # again, after a fix whose cell failed, and after the stub's cell ran again: none may report
 # success (the safety net's piece is never taken for the learner's); the teacher's answer
 # passes twice; and wrong answers made from it by one-line slips get reports of at most 25
-# lines (tests/test_exercises.py, marked rerun). About 8 minutes on 2 cores.
+# lines (tests/course/test_exercises.py, marked rerun). About 8 minutes on 2 cores.
 test-checks: setup
-	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/test_exercises.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/course/test_exercises.py -q
 
 # The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
 # installs the optional torch extra (the pinned versions kept), then runs every unit test (but
 # the browser test, which reads only the stored notebooks) and the notebooks that import torch.
 test-torch: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests --ignore tests/test_browser.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests --ignore tests/course/test_browser.py -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 
 # The teacher's copies through nbgrader itself (the optional nbgrader extra, installed with the
@@ -91,7 +92,7 @@ test-torch: setup
 # teacher's copy full marks and the learner's none. nbgrader's commands call alembic: bin/ on PATH.
 test-nbgrader: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[nbgrader]"
-	PATH="$(abspath $(BIN)):$$PATH" $(TEST_THREADS) $(BIN)/python -m pytest tests/test_nbgrader.py -q
+	PATH="$(abspath $(BIN)):$$PATH" $(TEST_THREADS) $(BIN)/python -m pytest tests/course/test_nbgrader.py -q
 
 # The teacher's edition as a static website in book/_build/html (git-ignored): the notebooks of
 # notebooks/solutions/ with their stored outputs (never executed), a landing page and the API
@@ -103,11 +104,11 @@ book: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[book]"
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python scripts/build_book.py
 
-# The built book in Chromium, offline (tests/test_book.py, marked book: not part of make test):
-# every page at a laptop's and a phone's width, every image, drawing and equation, no request
-# to another host, the search. Builds the book first; required to run, never to skip.
+# The built book in Chromium, offline (tests/course/test_book.py, marked book: not part of make
+# test): every page at a laptop's and a phone's width, every image, drawing and equation, no
+# request to another host, the search. Builds the book first; required to run, never to skip.
 test-book: book chromium
-	TENSORLIB_REQUIRE_BOOK=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -m book tests/test_book.py -q
+	TENSORLIB_REQUIRE_BOOK=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -m book tests/course/test_book.py -q
 
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py

@@ -9,7 +9,7 @@ nbval compares every output of every notebook strictly, with two project setting
   ``--nbval-sanitize-with`` names another file.
 - Graphviz drawings are SVG whose coordinates vary with the installed graphviz version, so
   their ``image/svg+xml`` output is not compared; the DOT source behind every drawing is
-  tested exactly (and for determinism) in ``tests/test_viz_graph.py``.
+  tested exactly (and for determinism) in ``tests/viz/test_viz_graph.py``.
 
 The cells of a notebook that imports PyTorch carry the ``torch`` marker, so that
 ``pytest --nbval -m torch notebooks`` runs just those notebooks (``make test-torch``).

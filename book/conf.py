@@ -6,7 +6,7 @@ figures) and runs Sphinx on them with this configuration (``-c book``) and ``-W`
 notebooks are read with their stored outputs and never executed. MathJax and its fonts come
 from the ``sphinx-mathjax-offline`` package and are copied into the site
 (``_ext/tensorlib_book.py``), so a reader's browser asks no other host for anything
-(``tests/test_book.py`` checks it in Chromium).
+(``tests/course/test_book.py`` checks it in Chromium).
 """
 
 import sys

@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of ``tensorlib.checkpoint.load`` with atheris (libFuzzer).
 
-The unit tests (``tests/test_checkpoint_fuzz.py``) run a few hundred hypothesis examples in
-seconds; this harness runs the same contract for as long as you like::
+The unit tests (``tests/checkpoint/test_checkpoint_fuzz.py``) run a few hundred hypothesis
+examples in seconds; this harness runs the same contract for as long as you like::
 
     pip install atheris
     python fuzz/atheris_checkpoint.py -max_total_time=600 -rss_limit_mb=1024

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Make sure Debian's `chromium` browser is installed (only the browser test, tests/test_browser.py,
-# needs it): install it with apt-get when we are root on Debian/Ubuntu, otherwise print one line
-# that says what to run. Never a traceback.
+# Make sure Debian's `chromium` browser is installed (only the browser test,
+# tests/course/test_browser.py, needs it): install it with apt-get when we are root on
+# Debian/Ubuntu, otherwise print one line that says what to run. Never a traceback.
 if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then
     exit 0
 fi

@@ -19,7 +19,7 @@ hidden tests removed, everything else the same. So a notebook with exercises is 
     scripts/execute_notebooks.sh notebooks/solutions/03_*.ipynb notebooks/03_*.ipynb
 
 ``python scripts/exercises.py check`` says whether every learner notebook is the student
-version of its solutions; ``tests/test_exercises.py`` runs that check and reads the executed
+version of its solutions; ``tests/course/test_exercises.py`` runs that check and reads the executed
 outputs: every check prints "all ... cases right" in the solutions and "not done yet" in the
 learner's notebook (nbval proves that both outputs are what the notebooks produce).
 """

@@ -78,6 +78,105 @@ def sanitize(text):
     return text
 
 
+# ------------------------------------------------------------------------- nn.Module tests
+class Affine(tl.nn.Module):
+    """A tiny layer: y = x * scale + shift."""
+
+    def __init__(self, width=3, start=0.0):
+        super().__init__()
+        self.scale = tl.nn.Parameter(np.full(width, start + 1.0, dtype=np.float32))
+        self.shift = tl.nn.Parameter(np.full(width, start, dtype=np.float32))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class Leaf(tl.nn.Module):
+    """A float64 weight, a persistent int64 buffer and a non-persistent one."""
+
+    def __init__(self, width: int = 2, dtype=np.float64) -> None:
+        super().__init__()
+        self.weight = tl.nn.Parameter(np.arange(width, dtype=dtype) + 1.0)
+        self.register_buffer("count", np.zeros(1, dtype=np.int64))
+        self.register_buffer("scale", np.full(width, 0.5, dtype=dtype), persistent=False)
+
+    def forward(self, x):
+        return x * self.weight * self.scale
+
+
+# -------------------------------------------------- convolution and pooling by their definition
+# (the references of tests/engine/test_ops_gradcheck.py and tests/nn/test_convolution.py)
+def _padded(x, padding, value=0.0):
+    """``x (N, C, *S)`` with ``padding[i]`` entries of ``value`` around spatial axis i."""
+    widths = [(0, 0), (0, 0)] + [(p, p) for p in padding]
+    return np.pad(x, widths, constant_values=value)
+
+
+def _window(x, position, kernel, stride, dilation):
+    """``x[:, :, window at position]``: (N, C, *kernel), read entry by entry."""
+    index = [slice(None), slice(None)]
+    for p, k, s, d in zip(position, kernel, stride, dilation, strict=True):
+        index.append(slice(p * s, p * s + d * (k - 1) + 1, d))
+    return x[tuple(index)]
+
+
+def _positions(x, kernel, stride, dilation):
+    return np.ndindex(*[(size - d * (k - 1) - 1) // s + 1 for size, k, s, d
+                        in zip(x.shape[2:], kernel, stride, dilation, strict=True)])
+
+
+def conv_by_definition(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """The convolution by its definition: a loop over output positions and groups."""
+    dims = w.ndim - 2
+    stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
+                                 for v in (stride, padding, dilation))
+    x = _padded(x, padding)
+    per_group_in, per_group_out = w.shape[1], w.shape[0] // groups
+    positions = list(_positions(x, w.shape[2:], stride, dilation))
+    out = np.zeros((x.shape[0], w.shape[0]) + tuple(np.max(positions, axis=0) + 1))
+    for position in positions:
+        window = _window(x, position, w.shape[2:], stride, dilation)   # (N, C, *K)
+        for g in range(groups):
+            part = window[:, g * per_group_in:(g + 1) * per_group_in]
+            filters = w[g * per_group_out:(g + 1) * per_group_out]
+            value = np.tensordot(part, filters, axes=(range(1, dims + 2), range(1, dims + 2)))
+            out[(slice(None), slice(g * per_group_out, (g + 1) * per_group_out), *position)] = value
+    return out if b is None else out + b.reshape((-1,) + (1,) * dims)
+
+
+def pool_by_definition(x, reduce, kernel, stride, padding=0, dilation=1, value=0.0):
+    """A pooling by its definition: ``reduce`` over each window, one position at a time."""
+    dims = x.ndim - 2
+    kernel, stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
+                                         for v in (kernel, stride, padding, dilation))
+    x = _padded(x, padding, value)
+    positions = list(_positions(x, kernel, stride, dilation))
+    out = np.zeros(x.shape[:2] + tuple(np.max(positions, axis=0) + 1))
+    for position in positions:
+        window = _window(x, position, kernel, stride, dilation)
+        out[(slice(None), slice(None), *position)] = reduce(
+            window.reshape(window.shape[:2] + (-1,)), axis=-1)
+    return out
+
+
+def unfold_by_definition(x, kernel, stride=1, padding=0, dilation=1):
+    """im2col by its definition: column l is the window at position l, flattened."""
+    kernel, stride, padding, dilation = ((v,) * 2 if np.isscalar(v) else v
+                                         for v in (kernel, stride, padding, dilation))
+    x = _padded(x, padding)
+    columns = [_window(x, position, kernel, stride, dilation).reshape(x.shape[0], -1)
+               for position in _positions(x, kernel, stride, dilation)]
+    return np.stack(columns, axis=-1)
+
+
+def every_window_reads_the_input(size, kernel, stride, padding, dilation):
+    """Whether each window of one axis holds at least one entry of the input, not only
+    padding (PyTorch's max pooling answers such a window with garbage, or aborts)."""
+    count = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    return all(any(0 <= p * stride + k * dilation - padding < size for k in range(kernel))
+               for p in range(count))
+
+
 # ------------------------------------------------------------------------- the browser tests
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -41,7 +41,7 @@ def adamw_step(optimizer: Any) -> bool:
     (``tensorlib.kernels.threads``); the two sums run afterwards on the calling thread over
     the whole buffers, so the decision does not depend on the thread count. A few dozen
     array passes in all, instead of a few dozen per parameter.
-    Accuracy: bit-identical to the loop (tests/test_kernels.py).
+    Accuracy: bit-identical to the loop (tests/engine/test_kernels.py).
     Measured: docs/performance.md, "AdamW over flat buffers" and
     "Two threads for the elementwise kernels".
     """

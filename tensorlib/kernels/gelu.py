@@ -35,7 +35,7 @@ def erf_float32(x: Any) -> Any:
     Stands in for: ``scipy.special.erf(x)``, which works element by element in double
     precision. How: numpy's vectorized tanh and six multiply-adds.
     Accuracy: within 1.7e-7 of the exact erf, at most 4 float32 ulps
-    (``benchmarks/fit_erf.py`` reproduces the fit; tests/test_kernels.py checks it).
+    (``benchmarks/fit_erf.py`` reproduces the fit; tests/engine/test_kernels.py checks it).
     Measured: notebook 20, against scipy's erf.
     """
     xp = array_module(x)

@@ -23,7 +23,7 @@ def cross_entropy_rows(logits: Any, targets: Any, label_smoothing: float) -> tup
     (``row_sums``), each row by itself; the caller sums the losses over all rows on its own
     thread, so the loss is the same for any thread count.
     Accuracy: a few ulps from the plain form (einsum adds a row in another order than
-    numpy's pairwise sum; tests/test_kernels.py).
+    numpy's pairwise sum; tests/engine/test_kernels.py).
     Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     xp = array_module(logits)

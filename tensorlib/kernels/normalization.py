@@ -25,7 +25,7 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
     for the sum of squares, which forms no squared array), each row by itself, so the
     thread count changes no bit.
     Accuracy: the plain form's mean and variance to a few ulps (einsum's running partial
-    sums instead of numpy's pairwise ones; tests/test_kernels.py).
+    sums instead of numpy's pairwise ones; tests/engine/test_kernels.py).
     Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     xp = array_module(x)
@@ -74,7 +74,8 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
     rows (dweight, dbias) afterwards on the calling thread, over the whole array
     (``tensorlib.kernels.reductions.blas_column_sum``), so they add in the same order whatever
     the thread count.
-    Accuracy: a few ulps from the plain form (other orders of addition; tests/test_kernels.py).
+    Accuracy: a few ulps from the plain form (other orders of addition;
+    tests/engine/test_kernels.py).
     Measured: docs/performance.md, "Two threads for the elementwise kernels".
     """
     xp = array_module(grad)

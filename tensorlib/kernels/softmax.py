@@ -37,9 +37,9 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
     each block deciding for itself whether a row needs a shift: a row's probabilities are
     the same in any block, so the same for any thread count.
     Accuracy: the same probabilities to a few ulps (exp(s)/Σ exp(s) instead of
-    exp(s - m)/Σ exp(s - m)); exact causality kept (tests/test_numerics.py, at ±1e4 and with
-    nan). A score of +inf above the diagonal becomes nan (inf - inf); scores that overflow
-    the dtype make their row nan anyway.
+    exp(s - m)/Σ exp(s - m)); exact causality kept (tests/contracts/test_numerics.py, at ±1e4
+    and with nan). A score of +inf above the diagonal becomes nan (inf - inf); scores that
+    overflow the dtype make their row nan anyway.
     Measured: docs/performance.md, "Fused attention core" and
     "Two threads for the elementwise kernels".
     """

@@ -7,8 +7,8 @@ between two cores.
 ``for_row_blocks`` does that: it cuts ``range(rows)`` into contiguous blocks (two per
 thread), which the calling thread and the pool's workers take in turn until none is left.
 
-The rules that keep the results the same whatever the number of threads (tests/test_threads.py
-checks them bit for bit at 1, 2 and 3 threads):
+The rules that keep the results the same whatever the number of threads
+(tests/engine/test_threads.py checks them bit for bit at 1, 2 and 3 threads):
 
 - a block's function computes each of its rows the way it would in any other block: only
   elementwise passes and reductions along a row (numpy's, or the einsum ``row_sums`` of

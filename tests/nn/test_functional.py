@@ -250,8 +250,8 @@ def test_cross_entropy_rejects_bad_targets(bad, error, message):
     assert logits.grad is None
 
 
-# ignore_index, reduction and label_smoothing: PyTorch's meaning (tests/test_torch_parity.py
-# holds them against torch.nn.functional.cross_entropy)
+# ignore_index, reduction and label_smoothing: PyTorch's meaning
+# (tests/contracts/test_torch_parity.py holds them against torch.nn.functional.cross_entropy)
 def _per_position_loss_by_hand(logits, targets, smoothing=0.0):
     log_probs = logits - special.logsumexp(logits, -1, keepdims=True)
     picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import sanitize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_script():

@@ -13,7 +13,7 @@ Non-finite values are a separate policy, decided per API (docs/reliability.md): 
 propagate NaN and inf like numpy and PyTorch, and a NaN in one batch row never leaks into
 another; the loss makes them visible (a NaN loss, never a
 finite-looking number); optimizer steps reject them before changing anything; the training
-loop stops with ``TrainingDivergedError`` (tests/test_numerics.py).
+loop stops with ``TrainingDivergedError`` (tests/contracts/test_numerics.py).
 """
 
 from __future__ import annotations

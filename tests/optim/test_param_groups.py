@@ -1,6 +1,6 @@
 """Parameter groups (PyTorch's ``[{"params": [...], "lr": ...}, ...]``), SGD's per-parameter
 learning rates and nanoGPT's weight-decay groups; trajectories against torch.optim are in
-tests/test_optim_torch_parity.py."""
+tests/optim/test_optim_torch_parity.py."""
 
 import numpy as np
 import pytest

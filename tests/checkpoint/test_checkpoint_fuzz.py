@@ -481,7 +481,7 @@ def test_a_valid_file_with_adamw_built_here_loads(workdir):
 # =============================================================================== atheris harness
 def test_the_atheris_harness_runs_without_atheris(corpus):
     """``fuzz/atheris_checkpoint.py`` must keep working; atheris itself is optional."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "fuzz" / "atheris_checkpoint.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "fuzz" / "atheris_checkpoint.py"
     spec = importlib.util.spec_from_file_location("atheris_checkpoint", path)
     harness = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(harness)

@@ -36,7 +36,7 @@ from nbgrader.api import Gradebook  # noqa: E402  (after the skip above)
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = sorted((NOTEBOOKS / "solutions").glob("[0-9][0-9]*_*.ipynb"))
 ASSIGNMENT = "workbook"

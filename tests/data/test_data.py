@@ -408,7 +408,7 @@ def test_synthetic_argument_validation(make, kwargs, error):
 
 
 def test_data_package_never_uses_numpy_random():
-    package = Path(__file__).resolve().parents[1] / "tensorlib" / "data"
+    package = Path(__file__).resolve().parents[2] / "tensorlib" / "data"
     for source in package.glob("*.py"):
         assert "np.random" not in source.read_text(), source.name
 

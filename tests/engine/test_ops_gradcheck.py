@@ -19,6 +19,10 @@ from tensorlib import GradcheckError, Rng, Tensor, gradcheck, ops
 from tensorlib.nn import functional as F
 from tensorlib.ops.function import Function
 
+from helpers import conv_by_definition as _conv
+from helpers import pool_by_definition as _pool
+from helpers import unfold_by_definition as _unfold
+
 # --------------------------------------------------------------------------- input data
 
 
@@ -117,69 +121,6 @@ def _causal_attention(qkv, heads):
     q, k, v = qkv.reshape(batch, length, 3, heads, -1).transpose(2, 0, 3, 1, 4)
     p = _causal_softmax(q @ np.swapaxes(k, -1, -2), 1 / np.sqrt(q.shape[-1]))
     return (p @ v).transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)
-
-
-def _padded(x, padding, value=0.0):
-    """``x (N, C, *S)`` with ``padding[i]`` entries of ``value`` around spatial axis i."""
-    widths = [(0, 0), (0, 0)] + [(p, p) for p in padding]
-    return np.pad(x, widths, constant_values=value)
-
-
-def _window(x, position, kernel, stride, dilation):
-    """``x[:, :, window at position]``: (N, C, *kernel), read entry by entry."""
-    index = [slice(None), slice(None)]
-    for p, k, s, d in zip(position, kernel, stride, dilation, strict=True):
-        index.append(slice(p * s, p * s + d * (k - 1) + 1, d))
-    return x[tuple(index)]
-
-
-def _positions(x, kernel, stride, dilation):
-    return np.ndindex(*[(size - d * (k - 1) - 1) // s + 1 for size, k, s, d
-                        in zip(x.shape[2:], kernel, stride, dilation, strict=True)])
-
-
-def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
-    """The convolution by its definition: a loop over output positions and groups."""
-    dims = w.ndim - 2
-    stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
-                                 for v in (stride, padding, dilation))
-    x = _padded(x, padding)
-    per_group_in, per_group_out = w.shape[1], w.shape[0] // groups
-    positions = list(_positions(x, w.shape[2:], stride, dilation))
-    out = np.zeros((x.shape[0], w.shape[0]) + tuple(np.max(positions, axis=0) + 1))
-    for position in positions:
-        window = _window(x, position, w.shape[2:], stride, dilation)   # (N, C, *K)
-        for g in range(groups):
-            part = window[:, g * per_group_in:(g + 1) * per_group_in]
-            filters = w[g * per_group_out:(g + 1) * per_group_out]
-            value = np.tensordot(part, filters, axes=(range(1, dims + 2), range(1, dims + 2)))
-            out[(slice(None), slice(g * per_group_out, (g + 1) * per_group_out), *position)] = value
-    return out if b is None else out + b.reshape((-1,) + (1,) * dims)
-
-
-def _pool(x, reduce, kernel, stride, padding=0, dilation=1, value=0.0):
-    """A pooling by its definition: ``reduce`` over each window, one position at a time."""
-    dims = x.ndim - 2
-    kernel, stride, padding, dilation = ((v,) * dims if np.isscalar(v) else v
-                                         for v in (kernel, stride, padding, dilation))
-    x = _padded(x, padding, value)
-    positions = list(_positions(x, kernel, stride, dilation))
-    out = np.zeros(x.shape[:2] + tuple(np.max(positions, axis=0) + 1))
-    for position in positions:
-        window = _window(x, position, kernel, stride, dilation)
-        out[(slice(None), slice(None), *position)] = reduce(
-            window.reshape(window.shape[:2] + (-1,)), axis=-1)
-    return out
-
-
-def _unfold(x, kernel, stride=1, padding=0, dilation=1):
-    """im2col by its definition: column l is the window at position l, flattened."""
-    kernel, stride, padding, dilation = ((v,) * 2 if np.isscalar(v) else v
-                                         for v in (kernel, stride, padding, dilation))
-    x = _padded(x, padding)
-    columns = [_window(x, position, kernel, stride, dilation).reshape(x.shape[0], -1)
-               for position in _positions(x, kernel, stride, dilation)]
-    return np.stack(columns, axis=-1)
 
 
 def _hardswish(x):

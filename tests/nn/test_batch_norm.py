@@ -1,6 +1,6 @@
-"""BatchNorm1d, Sequential, Flatten and FlattenConsecutive: by hand, gradchecked in float64,
-fused against the primitive chain, bad input refused with nothing changed, the checkpoint
-rule, and (where PyTorch is importable) against torch.nn."""
+"""BatchNorm1d: by hand, gradchecked in float64, fused against the primitive chain, bad input
+refused with nothing changed, the checkpoint rule, and (where PyTorch is importable) against
+torch.nn. (BatchNorm2d is in test_convolution.py.)"""
 
 import numpy as np
 import pytest
@@ -11,11 +11,7 @@ from tensorlib.gradcheck import gradcheck
 from tensorlib.interchange import load_safetensors, save_safetensors
 from tensorlib.nn import (
     BatchNorm1d,
-    Flatten,
-    FlattenConsecutive,
     Linear,
-    Module,
-    ModuleList,
     Sequential,
     Tanh,
 )
@@ -252,82 +248,6 @@ def test_to_a_device_moves_the_running_statistics_and_training_keeps_them_there(
         backend.unregister_backend("fakebn")
 
 
-# =============================================================================== Sequential
-def test_sequential_calls_its_modules_in_order_and_names_them_by_position():
-    first, second = Linear(3, 5, rng=Rng(0)), Linear(5, 2, rng=Rng(1))
-    model = Sequential(first, Tanh(), second)
-    x = tl.tensor(Rng(2).normal(size=(4, 3)))
-    np.testing.assert_array_equal(model(x).data, second(first(x).tanh()).data)
-    assert [name for name, _ in model.named_parameters()] == ["0.weight", "0.bias",
-                                                              "2.weight", "2.bias"]
-    assert len(model) == 3 and model[2] is second and model[-1] is second
-    assert model[0:2] == [first, model[1]]                      # a slice is a plain list
-    model.append(Tanh())
-    assert len(model) == 4 and isinstance(model, ModuleList)
-    with pytest.raises(IndexError, match="index 4 out of range"):
-        model[4]
-    with pytest.raises(TypeError):
-        Sequential([first])                                      # modules, not a list of them
-    assert Sequential()(x) is x
-
-
-# =============================================================================== Flatten
-def test_flatten_merges_the_given_axes():
-    x = tl.tensor(np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5),
-                  requires_grad=True)
-    assert Flatten()(x).shape == (2, 60)
-    assert Flatten(0, 1)(x).shape == (6, 4, 5)
-    assert Flatten(1, 2)(x).shape == (2, 12, 5)
-    assert Flatten(-2)(x).shape == (2, 3, 20)
-    np.testing.assert_array_equal(Flatten()(x).data, x.data.reshape(2, 60))
-    assert gradcheck(lambda t: Flatten(1, 2)(t) * 1.0, x)
-    for start, end in [(2, 1), (4, -1), (0, 4)]:
-        with pytest.raises(ValueError, match=r"does not fit an input of shape \(2, 3, 4, 5\)"):
-            Flatten(start, end)(x)
-    with pytest.raises(TypeError, match="Tensor"):
-        Flatten()(np.zeros((2, 3)))
-
-
-def test_flatten_consecutive_puts_each_run_of_n_positions_side_by_side():
-    x = Rng(3).normal(size=(2, 8, 3), dtype=np.float64)
-    out = FlattenConsecutive(2)(tl.tensor(x))
-    assert out.shape == (2, 4, 6)
-    for k in range(4):                                           # positions 2k and 2k+1
-        np.testing.assert_array_equal(out.data[:, k], np.concatenate([x[:, 2 * k],
-                                                                      x[:, 2 * k + 1]], axis=1))
-    assert FlattenConsecutive(8)(tl.tensor(x)).shape == (2, 1, 24)
-    leaf = tl.tensor(x, requires_grad=True)
-    assert gradcheck(lambda t: FlattenConsecutive(4)(t) * 1.0, leaf)
-    with pytest.raises(ValueError, match=r"T a multiple of 3, got \(2, 8, 3\)"):
-        FlattenConsecutive(3)(tl.tensor(x))
-    with pytest.raises(ValueError, match=r"got \(8, 3\)"):
-        FlattenConsecutive(2)(tl.tensor(x[0]))
-    with pytest.raises(ValueError):
-        FlattenConsecutive(0)
-
-
-def test_a_wavenet_stack_is_built_of_these_pieces():
-    """Embedding-free: (B, 8, C) merged in pairs three times, BatchNorm between levels."""
-
-    class Level(Module):
-        def __init__(self, width, hidden, rng):
-            super().__init__()
-            self.merge = FlattenConsecutive(2)
-            self.linear = Linear(2 * width, hidden, bias=False, rng=rng)
-            self.norm = BatchNorm1d(hidden)
-
-        def forward(self, x):                                    # (B, T, C) -> (B, T/2, H)
-            h = self.linear(self.merge(x))
-            return self.norm(h.transpose(1, 2)).transpose(1, 2).tanh()
-
-    rng = Rng(4)
-    stack = Sequential(Level(5, 6, rng), Level(6, 6, rng), Level(6, 6, rng), Flatten())
-    out = stack(tl.tensor(Rng(5).normal(size=(7, 8, 5))))
-    assert out.shape == (7, 6)
-    out.sum().backward()
-    assert all(p.grad is not None for p in stack.parameters())
-
-
 # =============================================================================== PyTorch
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("momentum", [0.1, None])
@@ -363,19 +283,3 @@ def test_matches_torch_batch_norm_1d(shape, momentum):
     data = Rng(20).normal(size=shape, dtype=np.float64)
     np.testing.assert_allclose(ours(tl.tensor(data)).data,
                                fresh(torch.from_numpy(data)).detach().numpy(), rtol=1e-10)
-
-
-def test_flatten_and_sequential_match_torch():
-    torch = pytest.importorskip("torch")
-    data = Rng(21).normal(size=(2, 3, 4, 5), dtype=np.float64)
-    for start, end in [(1, -1), (0, 1), (1, 2), (-2, -1)]:
-        np.testing.assert_array_equal(
-            Flatten(start, end)(tl.tensor(data)).data,
-            torch.nn.Flatten(start, end)(torch.from_numpy(data)).numpy())
-    ours = Sequential(Linear(5, 4, rng=Rng(0), dtype=np.float64), Tanh(), Flatten())
-    theirs = torch.nn.Sequential(torch.nn.Linear(5, 4, dtype=torch.float64), torch.nn.Tanh(),
-                                 torch.nn.Flatten())
-    theirs.load_state_dict({name: torch.from_numpy(value)
-                            for name, value in ours.state_dict().items()}, strict=True)
-    np.testing.assert_allclose(ours(tl.tensor(data)).data,
-                               theirs(torch.from_numpy(data)).detach().numpy(), rtol=1e-12)

@@ -32,7 +32,7 @@ from tensorlib.exercises import Checker
 
 from helpers import sanitize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("workbook_exercises",
                                               ROOT / "scripts" / "exercises.py")
 workbook = importlib.util.module_from_spec(spec)

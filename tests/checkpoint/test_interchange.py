@@ -141,7 +141,7 @@ def test_saving_refuses_bad_input_and_leaves_an_existing_file(tmp_path):
 def _torch_twin():
     torch = pytest.importorskip("torch")
     pytest.importorskip("safetensors.torch")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import twins
 
     return torch, twins.torch_decoder_class()

@@ -1,7 +1,7 @@
 """What random programs found that hand-picked cases had not: each a test named after the
 behaviour it shows, PyTorch's (or a refusal with tensorlib's own clear error where that is
-the documented choice, docs/departures.md). tests/test_differential.py is the fuzzer that
-keeps looking."""
+the documented choice, docs/departures.md). tests/contracts/test_differential.py is the fuzzer
+that keeps looking."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Build before use: no notebook uses a piece of the package before the notebook that builds it.
 
-Each core piece is written by the learner in one notebook (see ``tests/test_exercises.py``)
+Each core piece is written by the learner in one notebook (see ``tests/course/test_exercises.py``)
 and is the package's from then on. A notebook that imported it earlier would hand the
 learner a piece they have not met. ``BUILT_IN`` names, for every such piece, the notebook
 that builds it; the test reads every import from ``tensorlib`` (and every ``tl.nn.X``,
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]*_*.ipynb"))
 
 BUILT_IN = {

@@ -12,7 +12,7 @@ from tensorlib import Rng, checkpoint, no_grad
 from tensorlib.data import CharTokenizer, names, sequence_targets, train_validation_test_split
 from tensorlib.nn import Decoder, DecoderConfig
 
-RUN = Path(__file__).resolve().parent.parent / "notebooks" / "data" / "surnames"
+RUN = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "surnames"
 STATED_VALIDATION_LOSS = "2.333"  # what notebooks/data/README.md and the notebooks print
 
 

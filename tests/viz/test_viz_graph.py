@@ -339,7 +339,7 @@ def test_missing_dot_raises_one_clear_error(monkeypatch, tmp_path):
 # ------------------------------------------------------------------------------ the workbook
 def committed_drawings():
     """(notebook, cell index, output) for every graphviz drawing committed in the workbook."""
-    for path in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb")):
         for index, cell in enumerate(json.loads(path.read_text())["cells"]):
             for output in cell.get("outputs", []):
                 if "image/svg+xml" in output.get("data", {}):

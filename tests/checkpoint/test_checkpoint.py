@@ -649,7 +649,7 @@ def test_module_constants():
 
 def test_worked_example_in_the_docs_is_what_save_writes(tmp_path):
     """docs/checkpoint_format.md shows real bytes; keep it in step with the code."""
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "checkpoint_format.md").read_text()
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "checkpoint_format.md").read_text()
     dumps = []
     for block in doc.split("```")[1::2]:
         lines = [line for line in block.strip().splitlines()
@@ -679,10 +679,10 @@ GOLDEN_CONFIG = DecoderConfig(vocabulary_size=7, context_length=5, channels=8, h
 
 
 def test_golden_checkpoints_load_bit_identically_and_save_the_same_bytes(tmp_path):
-    """tests/data/ holds files written by the code before LoRA and NF4 became modules of their
-    own (tests/data/make_golden.py says how): a plain Decoder with AdamW and rng state, and
-    the same Decoder with NF4 MLP layers. Today's code must read them into the same names
-    and write them back byte for byte: the checkpoint schema did not change."""
+    """tests/checkpoint/data/ holds files written by the code before LoRA and NF4 became modules
+    of their own (tests/checkpoint/data/make_golden.py says how): a plain Decoder with AdamW and
+    rng state, and the same Decoder with NF4 MLP layers. Today's code must read them into the
+    same names and write them back byte for byte: the checkpoint schema did not change."""
     from tensorlib.nn.quant import quantize_model
 
     names = json.loads((GOLDEN / "golden_names.json").read_text())

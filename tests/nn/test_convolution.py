@@ -1,22 +1,25 @@
 """Convolution, pooling, padding, unfold and fold: F's functions and nn's layers.
 
-Each op's gradcheck (float64) is in ``tests/test_ops_gradcheck.py``, beside a reference
-written from the definition. Here: a randomized set of shapes, strides, paddings, dilations
-and groups, against that definition and, where PyTorch is importable, against PyTorch
-(values and gradients); the errors; the layers (PyTorch's parameter names, shapes and
-initialisation, ``state_dict`` both ways, BatchNorm2d, the padding modes), their drawing and
-their checkpoint.
+Each op's gradcheck (float64) is in ``tests/engine/test_ops_gradcheck.py``, against a
+reference written from the definition (``tests/helpers.py``). Here: a randomized set of
+shapes, strides, paddings, dilations and groups, against that definition and, where PyTorch
+is importable, against PyTorch (values and gradients); the errors; the layers (PyTorch's
+parameter names, shapes and initialisation, ``state_dict`` both ways, BatchNorm2d, the
+padding modes), their drawing and their checkpoint.
 """
 
 import math
 
 import numpy as np
 import pytest
-from test_ops_gradcheck import _conv, _pool
 
 import tensorlib as tl
 from tensorlib import Rng, Tensor, gradcheck, nn
 from tensorlib.nn import functional as F
+
+from helpers import conv_by_definition as _conv
+from helpers import every_window_reads_the_input
+from helpers import pool_by_definition as _pool
 
 
 # ------------------------------------------------------------------- randomized settings
@@ -39,14 +42,6 @@ def _conv_setting(seed):
     return f"conv{dims}d", [x, w] + ([] if b is None else [b]), kwargs
 
 
-def _every_window_reads_the_input(size, kernel, stride, padding, dilation):
-    """Whether each window of one axis holds at least one entry of the input, not only
-    padding (PyTorch's max pooling answers such a window with garbage, or aborts)."""
-    count = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
-    return all(any(0 <= p * stride + k * dilation - padding < size for k in range(kernel))
-               for p in range(count))
-
-
 def _pool_setting(seed):
     rng = np.random.default_rng(seed)
     dims = int(rng.integers(1, 3))
@@ -59,7 +54,7 @@ def _pool_setting(seed):
             else (1,) * dims
         spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p + int(rng.integers(0, 5)))
                         for k, d, p in zip(kernel, dilation, padding, strict=True))
-        if all(_every_window_reads_the_input(*axis) for axis
+        if all(every_window_reads_the_input(*axis) for axis
                in zip(spatial, kernel, stride, padding, dilation, strict=True)):
             break
     # values on a coarse grid: max pooling meets ties, which go to the first maximum

@@ -95,10 +95,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_convolution import _every_window_reads_the_input
 
 import tensorlib as tl
 from tensorlib.nn import functional as F
+
+from helpers import every_window_reads_the_input
 
 FUZZ_SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 SELF_EXAMPLES = 300  # per no-torch test: about 1.5-2 s each (make test runs these)
@@ -720,7 +721,7 @@ class Builder:
         spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p + self.int(0, 3))
                         for k, d, p in zip(kernel, dilation, padding, strict=True))
         if which.startswith(("max_pool", "avg_pool")) and not all(
-                _every_window_reads_the_input(*axis) for axis
+                every_window_reads_the_input(*axis) for axis
                 in zip(spatial, kernel, stride, padding, dilation, strict=True)):
             # a window all padding: PyTorch reads memory it never wrote. No padding instead
             padding = (0,) * dims

@@ -36,11 +36,11 @@ import pytest
 
 from helpers import headless_chromium
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PICTURE_MIME_TYPES = ("image/png", "image/svg+xml")
 VIEWPORT = {"width": 1400, "height": 900}
 HOW_TO_RUN = ("run scripts/ensure_chromium.sh (as root) and pip install playwright, then "
-              "`.venv/bin/python -m pytest tests/test_browser.py`")
+              "`.venv/bin/python -m pytest tests/course/test_browser.py`")
 SERVER_START_TIMEOUT_S = 60
 PAGE_TIMEOUT_MS = 60_000
 WIDTH_TOLERANCE_PX = 0.5   # sub-pixel layout rounding

@@ -32,7 +32,7 @@ from tensorlib.ladder import (
     scored_logits,
 )
 
-SHIPPED = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "ladder"
+SHIPPED = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "ladder"
 TRAINED = RUNGS[1:]
 
 

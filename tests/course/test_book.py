@@ -35,7 +35,7 @@ from helpers import headless_chromium
 
 pytestmark = pytest.mark.book
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TENSORLIB_BOOK_SITE", ROOT / "book" / "_build" / "html"))
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tensorlib.ops.function import kernels_on
 from tensorlib.references import other_references
+from tensorlib.typing import Array
 
 __all__ = ["sole_reference"]
 
 
-def sole_reference(array: Any) -> bool:
+def sole_reference(array: Array) -> bool:
     """True when ``array`` owns its memory and only the caller's one local name refers to
     it, so that nothing else can see it change (always False outside CPython, and in
     reference mode). The backward engine asks it before keeping a gradient as ``.grad``

@@ -147,6 +147,7 @@ def plot_filters(weight: Any, columns: int = 8, title: str | None = None,
                 axes.set_ylabel(f"filter {out}", fontsize=8)
             if out == 0:
                 axes.set_title(f"in {channel}", fontsize=8)
+    assert image is not None  # there is at least one panel
     figure.colorbar(image, ax=list(panels), shrink=0.8, label="weight")
     if title:
         figure.suptitle(title)
@@ -209,7 +210,7 @@ def _classes(labels: np.ndarray, predictions: np.ndarray,
         return [str(c) for c in range(validation.positive_integer(int(classes), "classes"))]
     if isinstance(classes, (str, bytes)):
         raise TypeError("classes must be a count or a sequence of class names, got a string")
-    names = [str(c) for c in classes]
+    names = [str(c) for c in classes]  # type: ignore[union-attr]  # (a bool: TypeError)
     if not names:
         raise ValueError("classes is empty")
     return names

@@ -42,8 +42,12 @@ lab: setup
 test-browser: setup chromium
 	$(BIN)/python -m pytest tests/course/test_browser.py -q
 
+# ruff over everything, then mypy (the optional lint extra, pinned, installed with the pinned
+# versions kept) over the package, with the configuration of pyproject.toml's [tool.mypy].
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[lint]"
+	$(BIN)/mypy
 
 # Every core: a pytest-xdist worker per core (-n auto), each notebook's cells kept together on
 # one worker (--dist loadfile, in the order conftest.py sets), one BLAS thread per worker so that

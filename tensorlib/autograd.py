@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tensorlib.typing import Array
+
 if TYPE_CHECKING:  # the engine works on Contexts and on anything shaped like a Tensor
     from tensorlib.ops.function import Function
     from tensorlib.tensor import Tensor
@@ -141,13 +143,15 @@ class Context:
     """
 
     # The engine's own fields; whatever else an op stores is dropped by ``release``.
-    function: type[Function]
+    # ``function`` is the op's class or the kernel standing in for it; ops call their own
+    # static steps through it (``ctx.function.normalize``), so its type lets any attribute by.
+    function: type[Any]
     name: str  # node_name(function)
-    saved: tuple[Any, ...] | None  # save_for_backward's arrays; None once released
+    saved: tuple[Array | None, ...] | None  # save_for_backward's arrays; None once released
     needs_input_grad: tuple[bool, ...]
-    next: tuple[Any, ...]  # per input: its producing node, a leaf tensor, or None
-    input_shapes: tuple[tuple[int, ...], ...]
-    input_dtypes: tuple[np.dtype, ...]
+    next: tuple[Context | Tensor | None, ...]  # per input: its node, a leaf tensor, or None
+    input_shapes: tuple[tuple[int, ...] | None, ...]  # None: no input there
+    input_dtypes: tuple[np.dtype | None, ...]
     watched: list[tuple[list[int], int, int]]  # (version box, version when saved, input or -1)
     retained_output: weakref.ref | None  # set by Tensor.retain_grad()
     freed: bool
@@ -164,12 +168,17 @@ class Context:
         self.retained_output = None
         self.freed = False
 
-    def save_for_backward(self, *arrays: Any) -> None:
+    if TYPE_CHECKING:  # for the type checker only: ops keep their own attributes on ctx
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+    def save_for_backward(self, *arrays: Array | None) -> None:
         """Keep arrays for ``backward``; they are freed after it unless ``retain_graph``."""
         self.saved = arrays
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
+        """What ``save_for_backward`` kept: arrays, or None where an op saved None."""
         if self.freed:
             _refuse_freed(self)
         return self.saved or ()
@@ -187,7 +196,7 @@ class Context:
 
 
 # ------------------------------------------------------------------------------- unbroadcast
-def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
+def unbroadcast(grad: Array, shape: tuple[int, ...]) -> Array:
     """Sum ``grad`` over the axes that broadcasting added or stretched, giving ``shape``.
 
     If ``x`` of shape ``shape`` was broadcast to ``grad.shape`` in the forward pass, every
@@ -241,13 +250,13 @@ def _check_versions(node: Context) -> None:
                 "forward pass after changing it, or avoid the in-place change")
 
 
-def _normalize_gradients(node: Context, raw: Any) -> tuple[Any, ...]:
+def _normalize_gradients(node: Context, raw: Any) -> tuple[Array | None, ...]:
     """Check that ``backward`` returned one gradient of the right shape/dtype per input."""
     grads = raw if isinstance(raw, tuple) else (raw,)
     if len(grads) != len(node.next):
         raise RuntimeError(f"'{node.name}' backward returned {len(grads)} gradients for "
                            f"{len(node.next)} inputs")
-    checked = []
+    checked: list[Array | None] = []
     for position, (grad, target) in enumerate(zip(grads, node.next, strict=True)):
         if grad is None or target is None:
             checked.append(None)
@@ -264,17 +273,17 @@ def _normalize_gradients(node: Context, raw: Any) -> tuple[Any, ...]:
     return tuple(checked)
 
 
-def _never(array: Any) -> bool:
+def _never(array: Array) -> bool:
     return False
 
 
 # Whether an array that a backward returned may become a leaf's ``.grad`` without a copy,
 # because nothing else refers to it: never, unless a check is installed
 # (``set_unshared_check``; tensorlib.kernels installs a reference count).
-_unshared: Callable[[Any], bool] = _never
+_unshared: Callable[[Array], bool] = _never
 
 
-def set_unshared_check(check: Callable[[Any], bool] | None) -> None:
+def set_unshared_check(check: Callable[[Array], bool] | None) -> None:
     """Install ``check(array) -> bool``, True when nothing but the engine refers to the
     array (None: copy always)."""
     global _unshared
@@ -286,22 +295,23 @@ class _Accumulator:
 
     __slots__ = ("value", "owned")
 
-    def __init__(self, value: Any):
+    def __init__(self, value: Array):
         self.value = value
         self.owned = False  # True once ``value`` is an array the engine made itself
 
-    def add(self, contribution: Any) -> None:
+    def add(self, contribution: Array) -> None:
         if self.owned:
             self.value += contribution
         else:
             self.value = self.value + contribution
             self.owned = True
 
-    def take(self) -> Any:
+    def take(self) -> Array:
         """The sum, as an array a leaf may keep as its ``.grad``: one the engine made itself
         as it is, anything else copied (unless the installed check shows that nothing else
         refers to it)."""
-        value, self.value = self.value, None
+        value = self.value
+        self.value = None  # type: ignore[assignment]  # taken: the leaf keeps it
         if not value.flags.writeable:
             return value.copy()
         if self.owned or _unshared(value):
@@ -317,9 +327,9 @@ class _Gradients:
     def __init__(self) -> None:
         self.nodes: dict[int, _Accumulator] = {}
         self.leaves: dict[int, tuple[Tensor, _Accumulator]] = {}
-        self.retained: list[tuple[Tensor, Any]] = []
+        self.retained: list[tuple[Tensor, Array]] = []
 
-    def send(self, target: Any, contribution: Any) -> None:
+    def send(self, target: Context | Tensor, contribution: Array) -> None:
         """Add ``contribution`` to the gradient of ``target`` (a node or a leaf tensor)."""
         key = id(target)
         if not isinstance(target, Context):  # a leaf tensor
@@ -335,15 +345,16 @@ class _Gradients:
         else:
             accumulator.add(contribution)
 
-    def take(self, node: Context) -> Any:
+    def take(self, node: Context) -> Array | None:
         """The gradient of ``node``'s output, or None when none reached it."""
         accumulator = self.nodes.pop(id(node), None)
         return None if accumulator is None else accumulator.value
 
-    def retain(self, node: Context, grad: Any) -> None:
+    def retain(self, node: Context, grad: Array) -> None:
         """Keep a copy of ``grad`` for the node's output, if it is still alive
         (``retain_grad``), to become its ``.grad`` when the pass has succeeded."""
-        retained = node.retained_output()
+        reference = node.retained_output
+        retained = None if reference is None else reference()
         if retained is not None:
             self.retained.append((retained, np.array(grad, copy=True)))
 
@@ -359,7 +370,7 @@ class _Gradients:
                 tensor.grad += accumulator.value
 
 
-def _seed(root: Tensor, grad: Any) -> Any:
+def _seed(root: Tensor, grad: Any) -> Array:
     """The gradient of ``root`` itself: ``grad``, checked, or 1 for a one-element root."""
     if not root.requires_grad:
         raise RuntimeError("backward() on a tensor that does not require grad "
@@ -384,14 +395,15 @@ def _refuse_freed(node: Context) -> None:
         "first backward; pass retain_graph=True to the first call")
 
 
-def _timed_backward(node: Context, grad: Any) -> Any:
+def _timed_backward(node: Context, grad: Array) -> Any:
     start = time.perf_counter()
     raw = node.function.backward(node, grad)
+    assert _profile is not None  # the caller times a backward only while a profile is on
     _profile.add(node.name, "backward", time.perf_counter() - start)
     return raw
 
 
-def _node_backward(node: Context, grad: Any, retain_graph: bool) -> tuple[Any, ...]:
+def _node_backward(node: Context, grad: Array, retain_graph: bool) -> tuple[Array | None, ...]:
     """One node's backward: the gradients of its inputs from the gradient of its output,
     checked; its saved arrays are freed right after, unless ``retain_graph``."""
     if node.freed:
@@ -416,7 +428,7 @@ def _backpropagate(order: list[Context], gradients: _Gradients, retain_graph: bo
             gradients.retain(node, grad)
         for target, contribution in zip(node.next, _node_backward(node, grad, retain_graph),
                                         strict=True):
-            if contribution is not None:
+            if contribution is not None and target is not None:  # a None target gets None
                 gradients.send(target, contribution)
 
 
@@ -430,7 +442,7 @@ def run_backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> 
     """
     gradients = _Gradients()
     gradients.send(root if root.grad_fn is None else root.grad_fn, _seed(root, grad))
-    order = [] if root.grad_fn is None else _topological_order(root.grad_fn)
+    order: list[Context] = [] if root.grad_fn is None else _topological_order(root.grad_fn)
     _backpropagate(order, gradients, retain_graph)
     gradients.commit()
     if not retain_graph:

@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.typing import Array
+
 try:  # CuPy is optional: only present on machines with a CUDA GPU.
-    import cupy as _cupy  # type: ignore[import-not-found]
+    import cupy as _cupy
 except Exception as _error:  # pragma: no cover - depends on the machine
     _cupy = None
     _CUPY_IMPORT_ERROR: str = f"{type(_error).__name__}: {_error}"
@@ -64,7 +66,7 @@ class Backend:
 
     name: str
     array_module: ModuleType
-    to_device: Callable[[Any], Any]
+    to_device: Callable[[Array], Array]
     available: Callable[[], bool]
     array_types: tuple[type, ...] = ()
     why_unavailable: Callable[[], str] | None = None
@@ -76,7 +78,7 @@ _BUILT_IN = ("cpu", "cuda")
 
 
 # ------------------------------------------------------------------------------- registry
-def register_backend(name: str, array_module: ModuleType, to_device: Callable[[Any], Any],
+def register_backend(name: str, array_module: ModuleType, to_device: Callable[[Array], Array],
                      available: Callable[[], bool], *, array_types: tuple[type, ...] = (),
                      why_unavailable: Callable[[], str] | None = None) -> Backend:
     """Add a device named ``name`` and return its ``Backend``.
@@ -204,7 +206,7 @@ def is_backend_array(array: Any) -> bool:
     return _backend_of(array) is not None
 
 
-def to_device(array: Any, device: str) -> Any:
+def to_device(array: Array, device: str) -> Array:
     """A copy of ``array`` on ``device`` (``array`` itself when it already lives there).
 
     Raises ValueError for an unknown device, RuntimeError for an unavailable one or when the
@@ -216,7 +218,7 @@ def to_device(array: Any, device: str) -> Any:
     return copy_to_backend(backend, array)
 
 
-def copy_to_backend(backend: Backend, array: Any) -> Any:
+def copy_to_backend(backend: Backend, array: Array) -> Array:
     """``backend.to_device(array)``, checked: RuntimeError unless the result lives on that
     backend with ``array``'s shape and dtype (availability is not re-checked here)."""
     moved = backend.to_device(array)
@@ -251,14 +253,14 @@ def _cuda_unavailable_reason() -> str:
     return f"CuPy sees {count} CUDA GPUs"  # pragma: no cover - depends on the machine
 
 
-def writable(array: Any) -> bool:
+def writable(array: Array) -> bool:
     """Whether ``array`` can be written in place: False for a read-only numpy array (a
     memory map opened read-only, a view of one, ``flags.writeable = False``); True for
     arrays whose module has no such flag."""
     return bool(getattr(getattr(array, "flags", None), "writeable", True))
 
 
-def to_numpy(array: Any) -> np.ndarray:
+def to_numpy(array: Array) -> np.ndarray:
     """A plain numpy copy of ``array`` from any device (CuPy arrays are copied from the GPU);
     what ``state_dict`` and checkpoints store."""
     if _cupy is not None and isinstance(array, _cupy.ndarray):  # pragma: no cover - GPU only
@@ -266,7 +268,7 @@ def to_numpy(array: Any) -> np.ndarray:
     return np.array(array, copy=True, subok=False)
 
 
-def _to_cupy(array: Any) -> Any:  # pragma: no cover - GPU only
+def _to_cupy(array: Array) -> Array:  # pragma: no cover - GPU only
     """A CuPy copy of ``array`` (numpy arrays and subclasses are copied to the GPU)."""
     if isinstance(array, _cupy.ndarray):
         return array.copy()

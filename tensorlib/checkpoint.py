@@ -517,6 +517,7 @@ def _staged_optimizer_state(contents: _Contents, names: list[str],
     if problems:
         raise CheckpointError("AdamW section does not fit the optimizer: " + "; ".join(problems))
     file_config, live_config = contents.config, current["config"]
+    assert file_config is not None  # the caller checked the AdamW flag, which reads it
     config = {
         "lr": _keep_if_same_f32(live_config["lr"], file_config["lr"]),
         "betas": (_keep_if_same_f32(live_config["betas"][0], file_config["beta1"]),
@@ -566,7 +567,7 @@ def load_parameters(path: str | os.PathLike, parameters: Mapping[str, Parameter]
 def _load(path: str | os.PathLike, live: dict[str, Parameter], optimizer: Any,
           rng: Rng | None, owner: str) -> None:
     _check_rng(rng)
-    names = None
+    names: list[str] = []  # the optimizer's parameter names, when one is given
     if optimizer is not None:
         _adamw_state(optimizer)
         names = _optimizer_names(live, optimizer, owner)
@@ -591,6 +592,7 @@ def _load(path: str | os.PathLike, live: dict[str, Parameter], optimizer: Any,
                                   f"{error}") from error
     copy_staged(staged)
     if rng is not None:
+        assert contents.rng_state is not None  # checked above
         rng.state = contents.rng_state
 
 

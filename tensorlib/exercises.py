@@ -472,13 +472,14 @@ class Checker:
             if first.hint:
                 lines.append(f"  hint: {first.hint}")
             lines.append(f"  WRONG: {first.description}")
-            lines += ["    " + line for line in first.detail.splitlines()]
+            lines += ["    " + line for line in first.detail.splitlines()]  # type: ignore[union-attr]
         others: list[tuple[str, list[str]]] = []  # (what is said, the cases it is said of)
         for result in results:
             if result.outcome == "right" or result is first:
                 continue
             said = ("not done yet" if result.outcome == "not done" else
-                    "WRONG: " + _clipped(result.detail.splitlines()[0].split("; ")[0], 120))
+                    "WRONG: " + _clipped(result.detail.splitlines()[0]  # type: ignore[union-attr]
+                                       .split("; ")[0], 120))
             if others and others[-1][0] == said:  # the same again: one line for the run
                 others[-1][1].append(result.description)
             else:
@@ -559,7 +560,8 @@ def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
             continue
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Checker"
-                    and node.args and isinstance(node.args[0], ast.Constant)):
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
                 piece = any(keyword.arg == "piece" and isinstance(keyword.value, ast.Constant)
                             and keyword.value.value is True for keyword in node.keywords)
                 found.append((node.args[0].value, "piece" if piece else "exercise"))

@@ -28,7 +28,7 @@ def write_atomic(path: str | os.PathLike, chunks: Sequence[bytes]) -> None:
     """Write ``chunks`` to ``path + ".tmp"``, flush, fsync and rename it over ``path``; on
     any error the temporary file is removed and ``path`` is left as it was."""
     target = os.fspath(path)
-    temporary = target + (b".tmp" if isinstance(target, bytes) else ".tmp")
+    temporary = (target + b".tmp") if isinstance(target, bytes) else (target + ".tmp")
     try:
         with open(temporary, "wb") as handle:
             for chunk in chunks:

@@ -198,6 +198,7 @@ class ContextMLP(Module):
                                                 size=self.hidden.weight.shape))
             self.head.weight.copy_(rng.normal(0.0, 0.1 / math.sqrt(hidden),
                                               size=self.head.weight.shape))
+            assert self.hidden.bias is not None and self.head.bias is not None  # bias=True
             self.hidden.bias.zero_()
             self.head.bias.zero_()
 

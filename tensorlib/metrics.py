@@ -25,10 +25,11 @@ def class_names(labels: np.ndarray, predictions: np.ndarray,
     if classes is None:
         count = int(max(labels.max(initial=-1), predictions.max(initial=-1))) + 1
         return [str(c) for c in range(count)]
-    if isinstance(classes, (int, np.integer)) and not isinstance(classes, bool):
+    if isinstance(classes, (bool, str, bytes)):
+        raise TypeError("classes must be a count or a sequence of class names, got "
+                        f"{type(classes).__name__} {classes!r}")
+    if isinstance(classes, (int, np.integer)):
         return [str(c) for c in range(validation.positive_integer(int(classes), "classes"))]
-    if isinstance(classes, (str, bytes)):
-        raise TypeError("classes must be a count or a sequence of class names, got a string")
     names = [str(c) for c in classes]
     if not names:
         raise ValueError("classes is empty")

@@ -34,10 +34,11 @@ more samples than a row has positive weights (PyTorch then draws zero-weight cat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from tensorlib import validation
 from tensorlib.backend import to_numpy
@@ -117,8 +118,8 @@ def _in_dtype(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- float factories
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = float32,
-          requires_grad: bool = False) -> Tensor:
+def randn(*size: int | Sequence[int], generator: Generator | None = None,
+          dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
     """Standard normal samples of shape ``size`` (``randn(2, 3)`` or ``randn((2, 3))``).
 
     The values are ``Rng.normal(0.0, 1.0, size=size)``: two draws per element, C order.
@@ -129,8 +130,8 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = float32,
     return Tensor(values, requires_grad=requires_grad)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = float32,
-         requires_grad: bool = False) -> Tensor:
+def rand(*size: int | Sequence[int], generator: Generator | None = None,
+         dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) of shape ``size`` (``rand(2, 3)`` or ``rand((2, 3))``).
 
     The values are ``Rng.uniform(0.0, 1.0, size=size)``: one draw per element, C order.
@@ -141,20 +142,20 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = float32,
     return Tensor(values, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike | None = None,
                requires_grad: bool = False) -> Tensor:
     """``randn(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device."""
     return _like(randn, t, generator, dtype, requires_grad)
 
 
-def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike | None = None,
               requires_grad: bool = False) -> Tensor:
     """``rand(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device."""
     return _like(rand, t, generator, dtype, requires_grad)
 
 
-def _like(factory: Any, t: Any, generator: Generator | None, dtype: Any,
-          requires_grad: bool) -> Tensor:
+def _like(factory: Callable[..., Tensor], t: Any, generator: Generator | None,
+          dtype: DTypeLike | None, requires_grad: bool) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{factory.__name__}_like needs a Tensor, got {type(t).__name__}")
     result = factory(t.shape, generator=generator, dtype=t.dtype if dtype is None else dtype,
@@ -167,7 +168,7 @@ def _like(factory: Any, t: Any, generator: Generator | None, dtype: Any,
 
 
 def normal(mean: Tensor | float, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
-           *, generator: Generator | None = None, dtype: Any = None) -> Tensor:
+           *, generator: Generator | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """Normal samples ``mean + std * z``, ``z`` standard normal; PyTorch's three forms:
 
     * ``normal(mean, std, size)`` with numbers: a tensor of shape ``size`` (a tuple), float32
@@ -220,7 +221,7 @@ def normal(mean: Tensor | float, std: Tensor | float = 1.0, size: Sequence[int] 
 # ----------------------------------------------------------------------- integer factories
 def randint(*bounds_and_size: Any, low: int | None = None, high: int | None = None,
             size: Sequence[int] | None = None, generator: Generator | None = None,
-            dtype: Any = int64, requires_grad: bool = False) -> Tensor:
+            dtype: DTypeLike = int64, requires_grad: bool = False) -> Tensor:
     """Uniform integers in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``.
 
     ``size`` is a tuple (``randint(10, (3,))``); any argument may be given by name, as in
@@ -266,7 +267,7 @@ def _randint_arguments(positional: tuple[Any, ...], low: Any, high: Any,
                     f"{', '.join(named) or 'none'} by name")
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = int64,
+def randperm(n: int, *, generator: Generator | None = None, dtype: DTypeLike = int64,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0, ..., n - 1``: ``Rng.permutation(n)``, ``n`` draws.
 

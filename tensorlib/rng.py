@@ -34,10 +34,17 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from tensorlib import validation
+from tensorlib.typing import Array
+
+# A ``size`` argument: one length or a sequence of lengths
+Size = int | Sequence[int]
 
 __all__ = ["Generator", "Rng", "default_rng", "manual_seed"]
 
@@ -101,7 +108,7 @@ def _multiply_high_u64(a: np.ndarray, b: int) -> np.ndarray:
         return high_high + (high_low >> np.uint64(32)) + (cross >> np.uint64(32))
 
 
-def _check_u64(value, what: str) -> int:
+def _check_u64(value: Any, what: str) -> int:
     """Return ``value`` as a Python int in [0, 2^64), or raise naming ``what``."""
     value = validation.integer(value, what)
     if not 0 <= value <= _MASK64:
@@ -116,10 +123,11 @@ def _to_float32(value: float, what: str) -> np.float32:
     return _F32(value)
 
 
-def normalize_shape(value, what: str = "size") -> tuple[int, ...]:
+def normalize_shape(value: Any, what: str = "size") -> tuple[int, ...]:
     """Turn an int or a tuple/list of ints into a shape tuple, validating every entry."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what} must be an int or a tuple of ints, got {value!r}")
+    shape: tuple[int, ...]
     if isinstance(value, numbers.Integral):
         shape = (int(value),)
     elif isinstance(value, (tuple, list)):
@@ -202,7 +210,12 @@ class Rng:
         self._state = (self._state + count * _GOLDEN_GAMMA) & _MASK64
         return _mix_array_inplace(states)
 
-    def next_u64(self, size=None):
+    @overload
+    def next_u64(self, size: None = None) -> int: ...
+    @overload
+    def next_u64(self, size: Size) -> Array: ...
+
+    def next_u64(self, size: Size | None = None) -> int | Array:
         """The next raw 64-bit output(s).
 
         Returns a Python int in [0, 2^64) when ``size`` is None, else a ``uint64`` array of
@@ -216,7 +229,18 @@ class Rng:
 
     # ------------------------------------------------------------- uniform
 
-    def uniform(self, low: float = 0.0, high: float = 1.0, size=None, dtype=np.float32):
+    @overload
+    def uniform(self, low: float = 0.0, high: float = 1.0, size: None = None,
+                dtype: DTypeLike = np.float32) -> float: ...
+    @overload
+    def uniform(self, low: float = 0.0, high: float = 1.0, *, size: Size,
+                dtype: DTypeLike = np.float32) -> Array: ...
+    @overload
+    def uniform(self, low: float, high: float, size: Size,
+                dtype: DTypeLike = np.float32) -> Array: ...
+
+    def uniform(self, low: float = 0.0, high: float = 1.0, size: Size | None = None,
+                dtype: DTypeLike = np.float32) -> float | Array:
         """Uniform samples in [low, high), one draw each, computed in float32.
 
         Each sample is ``low + (high - low) * unit`` where ``unit`` is the top 24 bits of a
@@ -246,7 +270,18 @@ class Rng:
 
     # -------------------------------------------------------------- normal
 
-    def normal(self, mean: float = 0.0, std: float = 1.0, size=None, dtype=np.float32):
+    @overload
+    def normal(self, mean: float = 0.0, std: float = 1.0, size: None = None,
+               dtype: DTypeLike = np.float32) -> float: ...
+    @overload
+    def normal(self, mean: float = 0.0, std: float = 1.0, *, size: Size,
+               dtype: DTypeLike = np.float32) -> Array: ...
+    @overload
+    def normal(self, mean: float, std: float, size: Size,
+               dtype: DTypeLike = np.float32) -> Array: ...
+
+    def normal(self, mean: float = 0.0, std: float = 1.0, size: Size | None = None,
+               dtype: DTypeLike = np.float32) -> float | Array:
         """Gaussian samples by the Box-Muller transform, two draws per sample, in float32.
 
         For each sample, draw ``v1`` then ``v2`` and compute (every step rounded to float32)::
@@ -267,6 +302,7 @@ class Rng:
             raise ValueError(f"normal needs std >= 0, got std={std}")
         mean32 = _to_float32(mean, "mean")
         std32 = _to_float32(std, "std")
+        shape: tuple[int, ...]
         if size is None:
             out_dtype, shape = np.dtype(np.float32), ()
         else:
@@ -287,7 +323,12 @@ class Rng:
 
     # ------------------------------------------------------------ integers
 
-    def integers(self, low: int, high: int, size=None):
+    @overload
+    def integers(self, low: int, high: int, size: None = None) -> int: ...
+    @overload
+    def integers(self, low: int, high: int, size: Size) -> Array: ...
+
+    def integers(self, low: int, high: int, size: Size | None = None) -> int | Array:
         """Uniform integers in [low, high), one draw each; int64 (Python int when size is None).
 
         Uses Lemire's multiply-high mapping without rejection: the result is the upper 64 bits
@@ -324,7 +365,7 @@ class Rng:
 
     # --------------------------------------------------------- categorical
 
-    def sample_categorical(self, probabilities, size=None):
+    def sample_categorical(self, probabilities: ArrayLike, size: Size | None = None) -> Any:
         """Sample indices from a categorical distribution, one draw per sample.
 
         ``probabilities`` is a 1-D vector of K non-negative weights, or a 2-D (B, K) array
@@ -384,7 +425,7 @@ class Rng:
             return int(indices[0])
         return indices.reshape(shape)
 
-    def choice(self, probabilities, size=None):
+    def choice(self, probabilities: ArrayLike, size: Size | None = None) -> Any:
         """Same as :meth:`sample_categorical` (sample indices by their probabilities)."""
         return self.sample_categorical(probabilities, size)
 

@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tensorlib import validation
-from tensorlib.autograd import is_grad_enabled, no_grad, run_backward
+from tensorlib.autograd import Context, is_grad_enabled, no_grad, run_backward
 from tensorlib.backend import device_of, is_backend_array, to_device
+from tensorlib.typing import Array
 from tensorlib.validation import is_floating
 
 DTypeLike = Any
@@ -36,7 +37,7 @@ DEFAULT_FLOAT = float32
 _NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "<not given>"})()
 
 
-def _to_array(data: Any, dtype: DTypeLike | None) -> np.ndarray:
+def _to_array(data: Any, dtype: DTypeLike | None) -> Array:
     """Convert ``data`` to an ndarray: Python floats become float32, ints int64."""
     if isinstance(data, Tensor):
         data = data._data
@@ -96,7 +97,7 @@ class _SizeMethod:
                         "one dim's length and x.numel() the number of elements")
 
     __bool__ = __int__ = __index__ = __float__ = _refuse
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
     __truediv__ = __floordiv__ = __mod__ = _refuse
 
@@ -117,17 +118,17 @@ class Tensor:
     __array_priority__ = 1000  # numpy asks the Tensor first: see __array_ufunc__
 
     def __init__(self, data: Any, dtype: DTypeLike | None = None, requires_grad: bool = False):
-        self._data = _to_array(data, dtype)
+        self._data: Array = _to_array(data, dtype)
         self._grad: Tensor | None = None
-        self.grad_fn = None
-        self._version = [0]  # a shared box, so a detached view sees the same counter
+        self.grad_fn: Context | None = None
+        self._version: list[Any] = [0]  # a shared box, so a detached view sees the same counter
         self._view_of: tuple[weakref.ref, Any] | None = None  # x[i]: (x, i), see __getitem__
         self.name: str | None = None
         self._requires_grad = False
         self.requires_grad = requires_grad
 
     @classmethod
-    def _from_array(cls, array: np.ndarray) -> Tensor:
+    def _from_array(cls, array: Array | np.generic) -> Tensor:
         """Wrap an array produced by an op (no checks). A numpy scalar, which numpy returns
         for a reduction to one number or a ufunc of 0-d arrays, becomes a 0-d array, so the
         tensor's values can be changed in place like any other's."""
@@ -162,7 +163,7 @@ class Tensor:
         return self._grad
 
     @grad.setter
-    def grad(self, value: Any) -> None:
+    def grad(self, value: Tensor | Array | np.generic | None) -> None:
         if value is None:
             self._grad = None
             return
@@ -334,8 +335,8 @@ class Tensor:
             extras.append("requires_grad=True")
         return f"tensor({body}, {', '.join(extras)})"
 
-    def numpy(self) -> np.ndarray:
-        """The data as a numpy array (shared memory, no copy)."""
+    def numpy(self) -> Array:
+        """The data as a numpy array (shared memory, no copy); on a GPU, the CuPy array."""
         return self._data
 
     def item(self) -> float | int | bool:
@@ -466,12 +467,13 @@ class Tensor:
             raise RuntimeError(f"{what}: a leaf tensor that requires grad cannot be changed in "
                                "place while gradients are recorded; "
                                "use `with tensorlib.no_grad():`")
-        base = self._view_of[0]() if self._view_of is not None else None
-        if base is not None:  # x[i] changed: change x, of which this is again the view x[i]
-            new_value = compute(self._old_value())
+        view_of = self._view_of
+        base = view_of[0]() if view_of is not None else None
+        if view_of is not None and base is not None:  # x[i] changed: change x, of which
+            new_value = compute(self._old_value())  # this is again the view x[i]
             self._check_result(new_value, what)
-            base._set(self._view_of[1], new_value, what, exclude=self)
-            self.grad_fn = base[self._view_of[1]].grad_fn
+            base._set(view_of[1], new_value, what, exclude=self)
+            self.grad_fn = base[view_of[1]].grad_fn
             self._requires_grad = True
             return self
         views = [view for view in ops.views_of(self) if view is not exclude]
@@ -534,15 +536,6 @@ class Tensor:
     def astype(self, dtype: DTypeLike) -> Tensor:
         """A copy in another dtype; differentiable between floating dtypes."""
         return ops.Cast.apply(self, dtype=validation.tensor_dtype(dtype, "astype dtype"))
-
-    def float(self) -> Tensor:
-        return self.astype(float32)
-
-    def int(self) -> Tensor:
-        return self.astype(int32)
-
-    def bool(self) -> Tensor:
-        return self.astype(bool_)
 
     def double(self) -> Tensor:
         return self.astype(float64)
@@ -929,6 +922,7 @@ class Tensor:
             new_shape = tuple(d for d in self.shape if d != 1)
         else:
             dims = _axes(dim, self.ndim)
+            assert dims is not None  # dim is not None
             for a in dims:
                 if self.shape[a] != 1:
                     raise ValueError(f"cannot squeeze dim {a} of size {self.shape[a]} "
@@ -981,6 +975,17 @@ class Tensor:
         if out._version is self._version:  # a view: an in-place change of it changes self
             out._view_of = (weakref.ref(self), index)
         return out
+
+    # dtype casts named as builtins: last in the class, since below them a type checker
+    # reads ``float``, ``int`` and ``bool`` in annotations as these methods
+    def float(self) -> Tensor:
+        return self.astype(float32)
+
+    def int(self) -> Tensor:
+        return self.astype(int32)
+
+    def bool(self) -> Tensor:
+        return self.astype(bool_)
 
 
 # --------------------------------------------------------------------------------- helpers

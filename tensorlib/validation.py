@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.typing import Array
 
-def is_floating(dtype: Any) -> bool:
+
+def is_floating(dtype: np.dtype) -> bool:
     """Whether ``dtype`` is a floating-point dtype (float16, float32, float64): the one
     spelling of this test (``np.issubdtype`` is slow on a hot path)."""
     return dtype.kind == "f"
@@ -26,9 +28,10 @@ def integer(value: Any, what: str, minimum: int | None = None,
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{what} must be {_integer_range(minimum, maximum)}, got {value!r} of "
                         f"type {type(value).__name__}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    number = int(value)  # exact for every Integral
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         raise ValueError(f"{what} must be {_integer_range(minimum, maximum)}, got {value}")
-    return int(value)
+    return number
 
 
 def _integer_range(minimum: int | None, maximum: int | None) -> str:
@@ -182,7 +185,7 @@ def fill_value(value: Any, what: str) -> Any:
     raise TypeError(f"{what} must be a number, got {value!r} of type {type(value).__name__}")
 
 
-def numeric_array(value: Any, what: str) -> Any:
+def numeric_array(value: Any, what: str) -> Array:
     """``value`` as an array of numbers (bool, integer or float) without copying where it
     already is one; TypeError for None, strings and other objects."""
     array = value if hasattr(value, "dtype") and hasattr(value, "shape") else None

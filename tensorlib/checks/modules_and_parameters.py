@@ -26,27 +26,27 @@ def _tree(Base: Any, Weight: Any) -> Any:  # noqa: N803
     draw = Rng(11)
 
     class Leaf(Base):
-        def __init__(self, n):
+        def __init__(self, n: int) -> None:
             super().__init__()
             self.n = n                                                   # plain: an int
             self.weight = Weight(draw.normal(size=(n, n)))
             self.bias = Weight(draw.normal(size=(n,)))
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             return (x @ self.weight.T + self.bias).tanh()
 
     class Pair(Base):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.gain = Weight(np.linspace(0.5, 1.5, 3, dtype=np.float32))
             self.first = Leaf(3)
             self.second = Leaf(3)
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             return self.second(self.first(x * self.gain))
 
     class Root(Base):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.label = "root"                                          # plain: a string
             self.scale = Weight(np.full(3, 0.9, dtype=np.float32))
@@ -56,7 +56,7 @@ def _tree(Base: Any, Weight: Any) -> Any:  # noqa: N803
             self.offset = Weight(np.full(3, 0.2, dtype=np.float32))      # own, after the children
             self.spares = [Leaf(2)]                                      # plain: a list
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             return self.head(self.encoder(x * self.scale) * self.mask) + self.offset
 
     return Root()

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tensorlib import validation
 from tensorlib.rng import Rng
@@ -17,7 +18,7 @@ __all__ = ["batches", "random_batch", "random_windows", "train_validation_test_s
 Items = TypeVar("Items", list, np.ndarray)
 
 
-def _check_batch_size(batch_size) -> int:
+def _check_batch_size(batch_size: int) -> int:
     return validation.positive_integer(batch_size, "batch_size")
 
 
@@ -60,12 +61,12 @@ def train_validation_test_split(
     second_cut = min(round((values[0] + values[1]) * n), n)
     parts = (order[:first_cut], order[first_cut:second_cut], order[second_cut:])
     if isinstance(items, np.ndarray):
-        return tuple(items[part] for part in parts)  # type: ignore[return-value]
+        return tuple(items[part] for part in parts)
     return tuple([items[i] for i in part.tolist()] for part in parts)  # type: ignore[return-value]
 
 
 def batches(
-    *arrays,
+    *arrays: ArrayLike,
     batch_size: int,
     rng: Rng | None = None,
     shuffle: bool = True,
@@ -107,7 +108,7 @@ def _generate_batches(
             yield tuple(array[indices] for array in arrays)
 
 
-def random_batch(rng: Rng, batch_size: int, *arrays) -> tuple[np.ndarray, ...]:
+def random_batch(rng: Rng, batch_size: int, *arrays: ArrayLike) -> tuple[np.ndarray, ...]:
     """One batch for step-based training: the same random rows of every array.
 
     Draws ``batch_size`` row indices with ``rng.integers(0, n, size=batch_size)`` (with

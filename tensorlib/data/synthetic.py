@@ -30,7 +30,8 @@ def _positions(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return labels, np.arange(len(labels)) - starts[labels]
 
 
-def _finish(points: np.ndarray, labels: np.ndarray, noise: float, rng: Rng):
+def _finish(points: np.ndarray, labels: np.ndarray, noise: float,
+            rng: Rng) -> tuple[np.ndarray, np.ndarray]:
     """Add Gaussian noise of std ``noise`` to ``points``, shuffle, cast to float32/int64."""
     if noise > 0:
         points = points + rng.normal(0.0, noise, size=points.shape, dtype=np.float64)

@@ -110,7 +110,7 @@ class CharTokenizer:
         for token in ids:
             if isinstance(token, (bool, np.bool_)) or not isinstance(token, numbers.Integral):
                 raise TypeError(f"decode expects integer ids, got {token!r}")
-            if not 0 <= token < len(characters):
+            if not 0 <= int(token) < len(characters):
                 raise IndexError(
                     f"id {int(token)} is out of range for a vocabulary of size {len(characters)}"
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from tensorlib.backend import array_module, writable
 from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
 from tensorlib.optim.adamw import AdamW
 from tensorlib.optim.optimizer import register_step_kernel
+from tensorlib.typing import Array
 from tensorlib.validation import is_floating
 
 __all__ = ["adamw_step"]
@@ -24,7 +26,7 @@ _BUFFERS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictio
 _CACHE_BLOCK = 1 << 15
 
 
-def adamw_step(optimizer: Any) -> bool:
+def adamw_step(optimizer: AdamW) -> bool:
     """One AdamW step for every parameter of ``optimizer`` (a ``tensorlib.optim.AdamW``),
     laid end to end in flat buffers. Returns False, having changed nothing, when the flat
     case does not apply or a number is not finite; the caller then runs its own loop.
@@ -54,11 +56,13 @@ def adamw_step(optimizer: Any) -> bool:
     coefficient = None
     if optimizer.max_grad_norm > 0.0:
         try:
-            coefficient = optimizer.clip_coefficient([p.grad._data for p in parameters])
+            coefficient = optimizer.clip_coefficient(  # _common_step found every grad
+                [p.grad._data for p in parameters])  # type: ignore[union-attr]
         except ValueError:  # a non-finite norm: the caller's loop finds and reports the cause
             return False
     flat = _flat_buffers(optimizer, xp, first.dtype)
-    xp.concatenate([p.grad._data.reshape(-1) for p in parameters], out=flat["grads"])
+    xp.concatenate([p.grad._data.reshape(-1) for p in parameters],  # type: ignore[union-attr]
+                   out=flat["grads"])
     xp.concatenate([p._data.reshape(-1) for p in parameters], out=flat["values"])
     if coefficient is not None:
         flat["grads"] *= dtype(coefficient)
@@ -71,7 +75,7 @@ def adamw_step(optimizer: Any) -> bool:
     return True
 
 
-def _common_step(optimizer: Any) -> int | None:
+def _common_step(optimizer: AdamW) -> int | None:
     """The next step number when the flat case applies, else None."""
     if len(optimizer.param_groups) != 1:
         return None
@@ -92,8 +96,8 @@ def _common_step(optimizer: Any) -> int | None:
     return step
 
 
-def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
-                   dtype: Any) -> None:
+def _staged_update(optimizer: AdamW, flat: dict[str, Any], step: int, xp: ModuleType,
+                   dtype: type[np.floating[Any]]) -> None:
     """The new moments into ``flat["staged"]`` and the new values into ``flat["values"]``
     (the gradient buffer is used up as scratch), over blocks of the flat buffers on the
     kernels' threads: every entry is updated alone, so the blocks change no bit."""
@@ -134,7 +138,7 @@ def _staged_update(optimizer: Any, flat: dict[str, Any], step: int, xp: Any,
     for_cache_blocks(update, size, chunk, cpu_elements(values))
 
 
-def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:
+def _commit(optimizer: AdamW, flat: dict[str, Any], step: int) -> None:
     moments = flat["moments"]
     moments[0][...] = flat["staged"][0]
     moments[1][...] = flat["staged"][1]
@@ -145,12 +149,12 @@ def _commit(optimizer: Any, flat: dict[str, Any], step: int) -> None:
         entry["step"] = step
 
 
-def _finite_sum(array: Any) -> bool:
+def _finite_sum(array: Array) -> bool:
     """True when the sum of ``array`` is finite: no inf or nan inside (and no overflow)."""
     return bool(array_module(array).isfinite(array.sum()))
 
 
-def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
+def _flat_buffers(optimizer: AdamW, xp: ModuleType, dtype: np.dtype) -> dict[str, Any]:
     """The optimizer's flat buffers, rebuilt (from its state) when the state's moment arrays
     are no longer their views: after construction, ``load_state_dict`` or a step of the
     loop."""
@@ -163,7 +167,7 @@ def _flat_buffers(optimizer: Any, xp: Any, dtype: Any) -> dict[str, Any]:
         return flat
     total = sum(sizes)
 
-    def views(buffer: Any) -> list[Any]:
+    def views(buffer: Array) -> list[Array]:
         out, start = [], 0
         for parameter, size in zip(optimizer.parameters, sizes, strict=True):
             out.append(buffer[start:start + size].reshape(parameter.shape))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
 
 import numpy as np
 
 from tensorlib.backend import array_module
 from tensorlib.kernels.threads import cpu_elements, for_cache_blocks
+from tensorlib.typing import Array
 
 __all__ = ["GELU32_P", "GELU32_R", "erf_float32", "gelu_float32", "polynomial"]
 
@@ -28,7 +28,7 @@ _ERF32_COEFFICIENTS = (
 _ERF32_CLAMP = 3.9  # erf(3.9) = 1 - 3.5e-8 is 1 in float32
 
 
-def erf_float32(x: Any) -> Any:
+def erf_float32(x: Array) -> Array:
     """erf of a float32 array (or 0-d array) as tanh(x · S(x²)), S a fitted degree-6
     polynomial; returns a new float32 array of x's shape.
 
@@ -48,7 +48,7 @@ def erf_float32(x: Any) -> Any:
     return xp.tanh(s, out=s)
 
 
-def polynomial(t: Any, coefficients: tuple[float, ...], out: Any = None) -> Any:
+def polynomial(t: Array, coefficients: tuple[float, ...], out: Array | None = None) -> Array:
     """Σ c_k t^k by Horner's rule, in place in ``out`` (a new array of t's dtype if None)."""
     xp = array_module(t)
     dtype = t.dtype.type
@@ -72,7 +72,7 @@ _SIGN_BIT = np.uint32(0x80000000)
 _GELU32_BLOCK = 1 << 16
 
 
-def gelu_float32(x: Any, with_slope: bool) -> tuple[Any, Any]:
+def gelu_float32(x: Array, with_slope: bool) -> tuple[Array, Array | None]:
     """GELU of a float32 array and, if ``with_slope``, its derivative (else None).
 
     Stands in for: GELU(x) = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, and its slope
@@ -116,7 +116,7 @@ def _gelu32_coefficients(p: float, r: tuple[float, ...]) -> tuple[float, tuple[f
     return k, tuple(r_j * k**j * _INV_SQRT_2PI for j, r_j in enumerate(r))
 
 
-def _gelu_float32_block(x: Any, out: Any, slope: Any, k: float,
+def _gelu_float32_block(x: Array, out: Array, slope: Array | None, k: float,
                         coefficients: tuple[float, ...]) -> None:
     """Write GELU(x) into ``out`` and, unless ``slope`` is None, its derivative into it.
     (Huge |x| square to inf and φ underflows to 0: the caller silences those warnings.)"""

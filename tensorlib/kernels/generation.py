@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from tensorlib.nn.module import Module
 from tensorlib.nn.transformer import CachedStep, Decoder, DecoderBlock, register_cached_step
 from tensorlib.ops.attention import attend
 from tensorlib.ops.function import Function, _implementation, _Unrecorded
+from tensorlib.typing import Array
 
 __all__ = ["BlockArrays", "DecoderArrays", "decoder_arrays", "decoder_step",
            "prepare_decoder_step"]
@@ -48,30 +49,30 @@ class BlockArrays(NamedTuple):
     may be None, as LayerNorm(affine=False) and Linear(bias=False) have them)."""
 
     heads: int
-    attention_norm: tuple[Any, Any, float]  # weight (C,), bias (C,), eps
-    qkv_weight: Any  # (3C, C), C-contiguous: row block i is W[i]ᵀ (i = query, key, value),
+    attention_norm: tuple[Array | None, Array | None, float]  # weight (C,), bias (C,), eps
+    qkv_weight: Array  # (3C, C), C-contiguous: row block i is W[i]ᵀ (i = query, key, value),
     # the fused weight MultiheadAttention.forward builds, made once per generate call
-    qkv_bias: Any  # (3C,)
-    output: tuple[Any, Any]  # weight (C, C), bias (C,)
-    mlp_norm: tuple[Any, Any, float]
-    mlp_input: tuple[Any, Any]  # (4C, C), (4C,)
-    mlp_output: tuple[Any, Any]  # (C, 4C), (C,)
+    qkv_bias: Array  # (3C,)
+    output: tuple[Array, Array | None]  # weight (C, C), bias (C,)
+    mlp_norm: tuple[Array | None, Array | None, float]
+    mlp_input: tuple[Array, Array | None]  # (4C, C), (4C,)
+    mlp_output: tuple[Array, Array | None]  # (C, 4C), (C,)
 
 
 class DecoderArrays(NamedTuple):
     """The arrays of a whole Decoder: the embedding tables, the blocks, the final norm and
     the language-model head."""
 
-    token_table: Any  # (V, C)
-    position_table: Any  # (context_length, C)
+    token_table: Array  # (V, C)
+    position_table: Array  # (context_length, C)
     blocks: tuple[BlockArrays, ...]
-    final_norm: tuple[Any, Any, float]
-    head: tuple[Any, Any]  # (V, C), (V,)
+    final_norm: tuple[Array | None, Array | None, float]
+    head: tuple[Array, Array | None]  # (V, C), (V,)
 
 
-def decoder_step(model: DecoderArrays, ids: Any, start: int, caches: Sequence[Any],
-                 layer_norm: Callable[[Any, Any, Any, float], Any],
-                 gelu: Callable[[Any], Any]) -> Any:
+def decoder_step(model: DecoderArrays, ids: Array, start: int, caches: Sequence[KVCache],
+                 layer_norm: Callable[[Array, Array | None, Array | None, float], Array],
+                 gelu: Callable[[Array], Array]) -> Array:
     """Logits ``(B, T, V)`` of token ids ``ids (B, T)`` (already checked) at positions
     ``start .. start + T - 1``, the sequences' first ``start`` positions being cached.
 
@@ -107,7 +108,7 @@ def decoder_step(model: DecoderArrays, ids: Any, start: int, caches: Sequence[An
     return _linear(layer_norm(x, *model.final_norm), *model.head)  # (B, T, V)
 
 
-def _attention(block: BlockArrays, x: Any, start: int, cache: Any) -> Any:
+def _attention(block: BlockArrays, x: Array, start: int, cache: KVCache) -> Array:
     """MultiheadAttention.forward with a cache: fused Q/K/V, append, the attention core
     (``attend`` with the CausalAttention kernel's steps) over all the cached keys, merge the
     heads, output projection."""
@@ -123,7 +124,7 @@ def _attention(block: BlockArrays, x: Any, start: int, cache: Any) -> Any:
     return _linear(merged, *block.output)
 
 
-def _op_forward(op: type[Function], *arrays: Any, **params: Any) -> Any:
+def _op_forward(op: type[Function], *arrays: Array | None, **params: Any) -> Array:
     """The array ``op.apply`` computes under ``no_grad`` (the op's kernel, where one is
     registered), on raw arrays, with nothing saved or recorded: so that a whole step on
     arrays computes exactly what the modules' ops compute."""
@@ -133,7 +134,7 @@ def _op_forward(op: type[Function], *arrays: Any, **params: Any) -> Any:
     return function.forward(ctx, *arrays, **params)
 
 
-def _linear(x: Any, weight: Any, bias: Any) -> Any:
+def _linear(x: Array, weight: Array, bias: Array | None) -> Array:
     """What the Linear op computes, x Wᵀ + b over the last axis, on arrays."""
     return _op_forward(ops.Linear, x, weight, bias)
 
@@ -179,11 +180,12 @@ def decoder_arrays(model: Any) -> DecoderArrays | None:
     blocks = tuple(_block_arrays(block) for block in model.blocks)
     if table is None or None in blocks:
         return None
-    arrays = DecoderArrays(token_embedding.weight._data, table[0].weight._data, blocks,
+    arrays = DecoderArrays(token_embedding.weight._data, table[0].weight._data,
+                           cast("tuple[BlockArrays, ...]", blocks),  # None is not in it
                            _norm_arrays(final_norm), _linear_arrays(head))
     dtype = arrays.token_table.dtype
     every = [arrays.token_table, arrays.position_table, *arrays.final_norm[:2], *arrays.head]
-    for block in blocks:
+    for block in arrays.blocks:
         every += [*block.attention_norm[:2], block.qkv_weight, block.qkv_bias, *block.output,
                   *block.mlp_norm[:2], *block.mlp_input, *block.mlp_output]
     if dtype not in (np.float32, np.float64) or not all(
@@ -228,25 +230,25 @@ def _block_arrays(block: Any) -> BlockArrays | None:
                        _linear_arrays(mlp_output))
 
 
-def _fused_qkv(attention: MultiheadAttention) -> Any:
+def _fused_qkv(attention: MultiheadAttention) -> Array:
     """The array of the fused ``(3C, C)`` Q/K/V weight that ``MultiheadAttention.forward``
     builds (row block i is ``qkv_weight[i]ᵀ``), a C-contiguous copy."""
     weight = attention.qkv_weight._data  # (3, C, C)
     return weight.transpose(0, 2, 1).reshape(3 * attention.channels, attention.channels)
 
 
-def _norm_arrays(norm: LayerNorm) -> tuple[Any, Any, float]:
+def _norm_arrays(norm: LayerNorm) -> tuple[Array | None, Array | None, float]:
     weight, bias = norm.weight, norm.bias
     return (None if weight is None else weight._data, None if bias is None else bias._data,
             norm.eps)
 
 
-def _linear_arrays(linear: Linear) -> tuple[Any, Any]:
+def _linear_arrays(linear: Linear) -> tuple[Array, Array | None]:
     bias = linear.bias
     return linear.weight._data, None if bias is None else bias._data
 
 
-def _layer_norm(x: np.ndarray, weight: Any, bias: Any, eps: float) -> np.ndarray:
+def _layer_norm(x: np.ndarray, weight: Array | None, bias: Array | None, eps: float) -> np.ndarray:
     """What the LayerNorm op computes, on arrays (the ``layer_norm`` of ``decoder_step``)."""
     return _op_forward(ops.LayerNorm, x, weight, bias, eps=eps)
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tensorlib.holders import other_holders
 from tensorlib.kernel_table import kernels_on
+from tensorlib.typing import Array
 
 __all__ = ["sole_owner"]
 
 
-def sole_owner(array: Any) -> bool:
+def sole_owner(array: Array) -> bool:
     """True when ``array`` owns its memory and only the caller's one local name refers to
     it, so that nothing else can see it change (always False outside CPython, and in
     reference mode). The backward engine asks it before keeping a gradient as ``.grad``

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tensorlib.backend import array_module
 from tensorlib.kernels.reductions import row_sums
 from tensorlib.kernels.threads import cpu_elements, for_row_blocks
+from tensorlib.typing import Array
 
 __all__ = ["cross_entropy_backward", "cross_entropy_rows"]
 
 
-def cross_entropy_rows(logits: Any, targets: Any, label_smoothing: float) -> tuple[Any, Any]:
+def cross_entropy_rows(logits: Array, targets: Array,
+                       label_smoothing: float) -> tuple[Array, Array]:
     """For ``logits (N, V)`` and class ids ``targets (N,)``: ``(log_probs (N, V),
     losses (N,))``, with loss_n = (1 - ε)·(-log p_n[y_n]) + ε·mean_c(-log p_n[c]).
 
@@ -47,8 +47,8 @@ def cross_entropy_rows(logits: Any, targets: Any, label_smoothing: float) -> tup
     return log_probs, losses
 
 
-def cross_entropy_backward(log_probs: Any, targets: Any, label_smoothing: float, weight: Any,
-                           kept: Any) -> Any:
+def cross_entropy_backward(log_probs: Array, targets: Array, label_smoothing: float,
+                           weight: Array | float, kept: Array | None) -> Array:
     """The gradient of ``cross_entropy_rows``'s losses weighted by ``weight`` (one number, or
     one per row as an (N, 1) array), zero in the rows where ``kept`` (None: all kept) is
     False: (softmax - ((1 - ε)·onehot(y) + ε/V)) · w, a new (N, V) array.
@@ -70,7 +70,7 @@ def cross_entropy_backward(log_probs: Any, targets: Any, label_smoothing: float,
         if label_smoothing:
             out -= label_smoothing / classes
         out[xp.arange(stop - start), targets[start:stop]] -= 1.0 - label_smoothing
-        out *= weight[start:stop] if per_row else weight
+        out *= weight[start:stop] if per_row else weight  # type: ignore[index]  # (N, 1) array
         if kept is not None:
             out[~kept[start:stop]] = 0.0  # exactly 0, even for a nan weight
 

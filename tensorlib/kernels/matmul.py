@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from tensorlib.typing import Array
 
 __all__ = ["shared_matmul", "shared_matmul_backward"]
 
 
-def shared_matmul(a: Any, b: Any) -> Any:
+def shared_matmul(a: Array, b: Array) -> Array:
     """``a (..., K) @ b (K, N)`` with the batch axes of ``a`` folded into rows.
 
     Stands in for: ``numpy.matmul(a, b)``, which multiplies one (T, K) matrix per batch
@@ -20,8 +21,8 @@ def shared_matmul(a: Any, b: Any) -> Any:
     return (rows @ b).reshape(*a.shape[:-1], b.shape[-1])
 
 
-def shared_matmul_backward(a: Any, b: Any, grad: Any,
-                           needs: tuple[bool, ...]) -> tuple[Any, Any]:
+def shared_matmul_backward(a: Array, b: Array, grad: Array,
+                           needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
     """The gradients of ``shared_matmul``: dA = dC Bᵀ and dB = Σ_batch Aᵀ dC, each one GEMM
     over the folded rows (None where ``needs`` says a gradient is not wanted).
 

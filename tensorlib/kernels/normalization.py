@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tensorlib.backend import array_module
 from tensorlib.kernels.reductions import blas_column_sum, row_sums
 from tensorlib.kernels.threads import cpu_elements, for_row_blocks
+from tensorlib.typing import Array
 
 __all__ = ["layer_norm", "layer_norm_backward"]
 
 
-def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+def layer_norm(x: Array, weight: Array | None, bias: Array | None,
+               eps: float) -> tuple[Array, Array, Array]:
     """Layer normalization of ``x`` over its last axis: ``(out, normalized, inverse_std)``,
     with ``normalized`` x̂ and ``inverse_std`` r = 1/sqrt(var + eps) of shape (..., 1), the
     two arrays the backward needs; ``weight`` and ``bias`` may each be None.
@@ -62,8 +62,9 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
             inverse_std.reshape(*x.shape[:-1], 1))
 
 
-def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: Any,
-                        wanted: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+def layer_norm_backward(grad: Array, normalized: Array, inverse_std: Array, weight: Array | None,
+                        wanted: tuple[bool, bool, bool]
+                        ) -> tuple[Array | None, Array | None, Array | None]:
     """The gradients ``(dx, dweight, dbias)`` of ``layer_norm`` (None where ``wanted``, in
     that order, says a gradient is not needed); ``weight`` None when there is none.
 
@@ -90,6 +91,7 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
 
     def block(start: int, stop: int) -> None:
         g, x_hat = rows[start:stop], flat_normalized[start:stop]
+        assert projected is not None  # blocks run only when it was made
         p = projected[start:stop]
         xp.multiply(g, x_hat, out=p)  # dy ⊙ x̂
         if dx is None:
@@ -113,6 +115,6 @@ def layer_norm_backward(grad: Any, normalized: Any, inverse_std: Any, weight: An
 
     if projected is not None:
         for_row_blocks(block, rows.shape[0], cpu_elements(rows))
-    grad_weight = blas_column_sum(projected) if want_weight else None
+    grad_weight = blas_column_sum(projected) if want_weight and projected is not None else None
     grad_bias = blas_column_sum(rows) if want_bias else None
     return (None if dx is None else dx.reshape(grad.shape)), grad_weight, grad_bias

@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
 from tensorlib.backend import array_module
+from tensorlib.typing import Array
 
 __all__ = ["blas_column_sum", "blas_product", "blas_row_sum", "constant_vector", "row_sums"]
 
-_CONSTANT_VECTORS: dict[tuple[Any, float, Any], Any] = {}
+_CONSTANT_VECTORS: dict[tuple[ModuleType, float, np.dtype], Array] = {}
 
 
-def constant_vector(xp: ModuleType, size: int, value: float, dtype: Any) -> Any:
+def constant_vector(xp: ModuleType, size: int, value: float, dtype: np.dtype) -> Array:
     """A read-only vector of ``size`` copies of ``value`` in array module ``xp``: a view of
     one cached array per (module, value, dtype), made longer when a longer one is asked
     for. The constant operand of the BLAS sums below."""
@@ -43,7 +43,7 @@ def constant_vector(xp: ModuleType, size: int, value: float, dtype: Any) -> Any:
     return full[:size]
 
 
-def blas_product(a: Any, b: Any) -> Any:
+def blas_product(a: Array, b: Array) -> Array:
     """``a @ b``, without numpy's "invalid value" warning. OpenBLAS kernels can leave the
     CPU's invalid-operation flag set on finite data (numpy issue 24067, OpenBLAS issue
     1924), which numpy reports as a RuntimeWarning, now and then. A nan or inf that is
@@ -52,13 +52,13 @@ def blas_product(a: Any, b: Any) -> Any:
         return a @ b
 
 
-def _row_dot(a: Any, vector: Any) -> Any:
+def _row_dot(a: Array, vector: Array) -> Array:
     """Each row of ``a`` (its last axis) dotted with ``vector``, kept as an axis of size 1."""
     products = blas_product(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), vector)  # (N,)
     return products.reshape(*a.shape[:-1], 1)
 
 
-def row_sums(a: Any) -> Any:
+def row_sums(a: Array) -> Array:
     """The sum of each row of a 2-D float array, as a new 1-D array.
 
     Plain formula: ``a.sum(axis=1)``. How: ``einsum("ij->i", a)``, each row in a few
@@ -68,7 +68,7 @@ def row_sums(a: Any) -> Any:
     return array_module(a).einsum("ij->i", a)
 
 
-def blas_row_sum(a: Any) -> Any:
+def blas_row_sum(a: Array) -> Array:
     """The sum over the last axis, kept as an axis of size 1.
 
     Plain formula: ``a.sum(axis=-1, keepdims=True)``.
@@ -76,7 +76,7 @@ def blas_row_sum(a: Any) -> Any:
     return _row_dot(a, constant_vector(array_module(a), a.shape[-1], 1.0, a.dtype))
 
 
-def blas_column_sum(rows: Any) -> Any:
+def blas_column_sum(rows: Array) -> Array:
     """The sum of the rows of a 2-D array (over its first axis).
 
     Plain formula: ``rows.sum(axis=0)``.

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tensorlib.backend import array_module
 from tensorlib.kernels.threads import for_row_blocks
+from tensorlib.typing import Array
 
 __all__ = ["rows_summed_by_id"]
 
 
-def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
+def rows_summed_by_id(ids: Array, rows: Array, count: int) -> Array:
     """A new ``(count, C)`` array whose row ``v`` is the sum of the ``rows (N, C)`` whose
     ``ids (N,)`` equal ``v`` (zero for ids that do not occur).
 

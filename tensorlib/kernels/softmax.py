@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
 from tensorlib.backend import array_module
 from tensorlib.kernels.reductions import row_sums
 from tensorlib.kernels.threads import cpu_elements, for_row_blocks
+from tensorlib.typing import Array
 
 __all__ = ["causal_softmax_"]
 
 
-def causal_softmax_(scores: Any, offset: int = 0) -> Any:
+def causal_softmax_(scores: Array, offset: int = 0) -> Array:
     """Softmax over the last axis of a fresh ``(..., T, offset + T)`` score array in which
     query ``i`` may see keys ``0 .. offset + i`` (the rest get probability 0); overwrites
     ``scores`` and returns it.
@@ -73,7 +74,8 @@ def causal_softmax_(scores: Any, offset: int = 0) -> Any:
 
 
 @functools.lru_cache(maxsize=32)
-def _additive_causal_mask(xp: Any, queries: int, keys: int, offset: int, dtype: Any) -> Any:
+def _additive_causal_mask(xp: ModuleType, queries: int, keys: int, offset: int,
+                          dtype: np.dtype) -> Array:
     """(T, offset + T): 0 where query i may see key j (j <= offset + i), -inf elsewhere; made
     once per shape (read-only)."""
     mask = xp.triu(xp.full((queries, keys), -xp.inf, dtype=dtype), k=offset + 1)
@@ -83,7 +85,7 @@ def _additive_causal_mask(xp: Any, queries: int, keys: int, offset: int, dtype: 
 
 
 @functools.lru_cache(maxsize=64)
-def _unshifted_range(dtype: Any, length: int) -> float:
+def _unshifted_range(dtype: np.dtype, length: int) -> float:
     """How far from 0 a row's scores may lie for its softmax to need no shift: within ±L,
     L = (ln(largest float) - ln T) / 2, no exp overflows, a row's sum stays below the
     largest float, and a row whose diagonal is at least -L sums to a normal number."""

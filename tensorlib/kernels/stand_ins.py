@@ -9,8 +9,6 @@ forward and backward, the formulas, stay the code that runs around the steps.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tensorlib import autograd, ops
@@ -25,6 +23,7 @@ from tensorlib.kernels.reductions import blas_column_sum, blas_row_sum
 from tensorlib.kernels.scatter import rows_summed_by_id
 from tensorlib.kernels.softmax import causal_softmax_
 from tensorlib.ops.function import register_kernel
+from tensorlib.typing import Array
 
 __all__ = ["KERNELS", "register"]
 
@@ -43,7 +42,7 @@ class LinearKernel(ops.Linear):
     column_sum = staticmethod(blas_column_sum)
 
     @staticmethod
-    def add_bias(out: Any, bias: Any) -> Any:
+    def add_bias(out: Array, bias: Array) -> Array:
         """In place: ``out`` is the fresh product (no second (N, out) array)."""
         out += bias
         return out
@@ -66,13 +65,13 @@ class CausalAttentionKernel(ops.CausalAttention):
     row_sum = staticmethod(blas_row_sum)
 
     @staticmethod
-    def scaled_scores(query: Any, key: Any, scale: float) -> Any:
+    def scaled_scores(query: Array, key: Array, scale: float) -> Array:
         scores = query @ key.transpose(0, 1, 3, 2)  # (B, H, T, T), a fresh array
         scores *= scores.dtype.type(scale)
         return scores
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         qkv, probabilities = ctx.saved_tensors
         batch, length, triple = qkv.shape
         heads, width = ctx.heads, triple // 3 // ctx.heads
@@ -96,11 +95,11 @@ class SharedMatMulKernel(ops.MatMul):
     """A batch of rows times one matrix (``a (..., K) @ b (K, N)``) as one GEMM."""
 
     @staticmethod
-    def applies(a: Any, b: Any) -> bool:
+    def applies(a: Array, b: Array) -> bool:
         return a.ndim > 2 and b.ndim == 2
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         ops.matmul._check_matmul_shapes(a, b)
         wants_a, wants_b = ctx.needs_input_grad
         ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
@@ -108,7 +107,7 @@ class SharedMatMulKernel(ops.MatMul):
             return shared_matmul(a, b)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b = ctx.saved_tensors
         with ops.matmul.quiet_products(array_module(grad)):
             return shared_matmul_backward(a, b, grad, ctx.needs_input_grad)
@@ -118,11 +117,11 @@ class GeluFloat32Kernel(ops.Gelu):
     """The exact GELU of float32 input: value and slope from one exp."""
 
     @staticmethod
-    def applies(a: Any, approximate: str = "none") -> bool:
+    def applies(a: Array, approximate: str = "none") -> bool:
         return approximate == "none" and a.dtype == np.float32
 
     @staticmethod
-    def forward(ctx: Context, a: Any, approximate: str = "none") -> Any:
+    def forward(ctx: Context, a: Array, approximate: str = "none") -> Array:
         out, slope = gelu_float32(a, ctx.needs_input_grad[0])
         ctx.save_for_backward(slope)
         return out

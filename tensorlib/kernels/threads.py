@@ -42,6 +42,7 @@ import numpy as np
 
 from tensorlib import validation
 from tensorlib.kernels.mode import enabled
+from tensorlib.typing import Array
 
 __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu_elements",
            "for_cache_blocks", "for_row_blocks", "get_num_threads", "pool_size", "row_blocks",
@@ -110,7 +111,7 @@ def shutdown() -> None:
         pool.shutdown(wait=True)
 
 
-def cpu_elements(a: Any) -> int:
+def cpu_elements(a: Array) -> int:
     """The size to pass ``for_row_blocks`` for array ``a``: its size for a numpy array, 0
     (one block, no threads) for an array on a GPU, whose library runs its own threads."""
     return a.size if isinstance(a, np.ndarray) else 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from tensorlib.ops.loss import REDUCTIONS
 from tensorlib.ops.softmax import causal_forbidden
 from tensorlib.rng import Rng, default_rng
 from tensorlib.tensor import Tensor
+from tensorlib.typing import Array
 from tensorlib.validation import is_floating
 
 __all__ = [
@@ -181,7 +182,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
 
 
 def token_ids(ids: Any, limit: int, what: str = "token id", ignore: int | None = None
-              ) -> np.ndarray:
+              ) -> Array:
     """Validate integer class/token ids against ``[0, limit)`` and return them as int64.
 
     ``ids`` may be an integer Tensor, an integer numpy array, a nested list or an int.
@@ -359,7 +360,8 @@ def causal_softmax(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tenso
 def causal_softmax_reference(scores: Tensor, scale: float = 1.0, offset: int = 0) -> Tensor:
     """The primitive chain: (scores · scale + additive mask), then softmax_reference."""
     offset = _check_causal_scores(scores, offset, "causal_softmax scores")
-    forbidden = causal_forbidden(np, *scores.shape[-2:], offset)
+    queries, keys = scores.shape[-2:]
+    forbidden = causal_forbidden(np, queries, keys, offset)
     mask = Tensor(np.where(forbidden, -np.inf, 0.0).astype(scores.dtype))  # 0 or -inf
     return softmax_reference(scores * float(scale) + mask)
 
@@ -549,6 +551,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         out = x if weight is None else x * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if not training:
+        assert running_mean is not None and running_var is not None  # checked above
         xp = array_module(x._data)
         mean = running_mean._data.astype(x.dtype, copy=False).reshape(channel_shape)
         variance = running_var._data.astype(x.dtype, copy=False).reshape(channel_shape)
@@ -584,7 +587,7 @@ def batch_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor |
 
 
 # --------------------------------------------------------------------------------- embedding
-def _check_embedding(weight: Any, ids: Any) -> np.ndarray:
+def _check_embedding(weight: Any, ids: Any) -> Array:
     _check_floating(weight, "embedding weight")
     if weight.ndim != 2:
         raise ValueError(f"embedding weight must be 2-D (V, C), got shape {weight.shape}")
@@ -605,7 +608,7 @@ def embedding_reference(weight: Tensor, ids: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------------- dropout
-def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> np.ndarray:
+def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> Array:
     """Draw the inverted-dropout multiplier: 0 where uniform(0, 1) < p, else 1/(1-p)."""
     dropped = rng.uniform(0.0, 1.0, size=x.shape) < p
     xp = array_module(x._data)
@@ -648,6 +651,10 @@ def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,
 
 
 # ----------------------------------------------------------------- convolution and pooling
+# A size, stride, padding or dilation: one int for every spatial axis, or one per axis
+PerAxis = int | Sequence[int]
+
+
 def per_axis(value: Any, dims: int, what: str, minimum: int) -> tuple[int, ...]:
     """An int, or a sequence of ``dims`` ints, as a ``dims``-tuple of ints >= ``minimum``."""
     values = (value,) * dims if isinstance(value, numbers.Integral) else value
@@ -734,8 +741,8 @@ def _string_padding(x: Tensor, padding: str, kernel: tuple[int, ...], stride: tu
     return pad(x, tuple(widths)), (0,) * len(kernel)
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: PerAxis = 1,
+           padding: PerAxis | str = 0, dilation: PerAxis = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation, as PyTorch's): ``input (N, C, L)`` or ``(C, L)``,
     ``weight (O, C/groups, K)``, ``bias (O,)`` → ``(N, O, L_out)``, with
     L_out = ⌊(L + 2·padding - dilation·(K-1) - 1) / stride⌋ + 1.
@@ -743,8 +750,8 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _convolution(input, weight, bias, stride, padding, dilation, groups, dims=1)
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: PerAxis = 1,
+           padding: PerAxis | str = 0, dilation: PerAxis = 1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation, as PyTorch's): ``input (N, C, H, W)`` or
     ``(C, H, W)``, ``weight (O, C/groups, kH, kW)``, ``bias (O,)`` → ``(N, O, H_out, W_out)``;
     each size as in ``conv1d``. ``stride``, ``padding`` and ``dilation`` are an int or a
@@ -790,8 +797,8 @@ def _max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any
     return out.squeeze(0) if unbatched else out
 
 
-def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False,
+def max_pool1d(input: Tensor, kernel_size: PerAxis, stride: PerAxis | None = None,
+               padding: PerAxis = 0, dilation: PerAxis = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Tensor:
     """The maximum of each window of ``kernel_size`` along ``input (N, C, L)``, the windows
     ``stride`` apart (default: ``kernel_size``, windows side by side), the input padded with
@@ -799,8 +806,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
 
 
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False,
+def max_pool2d(input: Tensor, kernel_size: PerAxis, stride: PerAxis | None = None,
+               padding: PerAxis = 0, dilation: PerAxis = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Tensor:
     """``max_pool1d`` over the two spatial axes of ``input (N, C, H, W)``; each size an int
     or a pair."""
@@ -821,16 +828,17 @@ def _avg_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bo
     return out.squeeze(0) if unbatched else out
 
 
-def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+def avg_pool1d(input: Tensor, kernel_size: PerAxis, stride: PerAxis | None = None,
+               padding: PerAxis = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
     """The mean of each window of ``kernel_size`` along ``input (N, C, L)``, windows
     ``stride`` apart (default ``kernel_size``), zero-padded; with
     ``count_include_pad=False`` the padding is left out of each mean."""
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
 
 
-def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True,
+def avg_pool2d(input: Tensor, kernel_size: PerAxis, stride: PerAxis | None = None,
+               padding: PerAxis = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     """``avg_pool1d`` over the two spatial axes of ``input (N, C, H, W)``."""
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -840,7 +848,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
     """``input`` padded: ``pad = (left, right)`` for the last axis, ``(left, right, top,
     bottom)`` for the last two, and so on, each >= 0. ``mode``: "constant" (``value``,
     default 0), "reflect" (mirrored without the edge, each width < the axis' size),
@@ -871,8 +880,8 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
     return ops.Pad.apply(input, widths=tuple(widths), mode=mode, value=0.0)
 
 
-def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-           stride: Any = 1) -> Tensor:
+def unfold(input: Tensor, kernel_size: PerAxis, dilation: PerAxis = 1, padding: PerAxis = 0,
+           stride: PerAxis = 1) -> Tensor:
     """im2col: ``input (N, C, H, W)`` → ``(N, C·kH·kW, L)``, column l the window at position
     l (row-major), each channel's kH·kW values in a row; L = H_out·W_out as for ``conv2d``.
     ``conv2d(x, w)`` is ``w.reshape(O, -1) @ unfold(x, k)`` reshaped to ``(N, O, H_out,
@@ -887,8 +896,8 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     return out.squeeze(0) if unbatched else out
 
 
-def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-         stride: Any = 1) -> Tensor:
+def fold(input: Tensor, output_size: PerAxis, kernel_size: PerAxis, dilation: PerAxis = 1,
+         padding: PerAxis = 0, stride: PerAxis = 1) -> Tensor:
     """col2im, the adjoint of ``unfold``: ``input (N, C·kH·kW, L)`` → ``(N, C, *output_size)``,
     each column's values added back where ``unfold`` reads them (overlaps sum)."""
     _check_floating(input, "fold input")

@@ -21,11 +21,13 @@ C order from its vectorized draws, so the same seed always gives the same weight
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from tensorlib import validation
-from tensorlib.rng import Rng, normalize_shape
+from tensorlib.rng import Rng, Size, normalize_shape
 
 __all__ = [
     "POLICIES",
@@ -50,11 +52,11 @@ POLICIES: tuple[str, ...] = (
 )
 
 
-def _as_shape(shape) -> tuple[int, ...]:
+def _as_shape(shape: Size) -> tuple[int, ...]:
     return normalize_shape(shape, "shape")
 
 
-def _check_rng(rng, policy: str) -> Rng:
+def _check_rng(rng: Any, policy: str) -> Rng:
     if rng is None:
         raise ValueError(f"init policy {policy!r} is random and needs an rng (an Rng instance)")
     if not isinstance(rng, Rng):
@@ -62,11 +64,11 @@ def _check_rng(rng, policy: str) -> Rng:
     return rng
 
 
-def _check_gain(gain) -> float:
+def _check_gain(gain: float) -> float:
     return validation.non_negative(gain, "gain")
 
 
-def fan_in_and_fan_out(shape) -> tuple[int, int]:
+def fan_in_and_fan_out(shape: Size) -> tuple[int, int]:
     """``(fan_in, fan_out)`` of a weight of shape ``(out, in, *receptive_field)``.
 
     ``receptive = prod(shape[2:])``, ``fan_in = in * receptive``, ``fan_out = out * receptive``.
@@ -84,17 +86,18 @@ def fan_in_and_fan_out(shape) -> tuple[int, int]:
     return dims[1] * receptive, dims[0] * receptive
 
 
-def zeros(shape, dtype=np.float32) -> np.ndarray:
+def zeros(shape: Size, dtype: DTypeLike = np.float32) -> np.ndarray:
     """An array of zeros (policy ``"zero"``)."""
     return np.zeros(_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def ones(shape, dtype=np.float32) -> np.ndarray:
+def ones(shape: Size, dtype: DTypeLike = np.float32) -> np.ndarray:
     """An array of ones (policy ``"one"``)."""
     return np.ones(_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
+def xavier_uniform(shape: Size, rng: Rng, gain: float = 1.0,
+                   dtype: DTypeLike = np.float32) -> np.ndarray:
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio, 2010)."""
     _check_rng(rng, "xavier_uniform")
     fan_in, fan_out = fan_in_and_fan_out(shape)
@@ -102,7 +105,8 @@ def xavier_uniform(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.n
     return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.ndarray:
+def xavier_normal(shape: Size, rng: Rng, gain: float = 1.0,
+                  dtype: DTypeLike = np.float32) -> np.ndarray:
     """N(0, std) with ``std = gain * sqrt(2 / (fan_in + fan_out))`` (Glorot & Bengio, 2010)."""
     _check_rng(rng, "xavier_normal")
     fan_in, fan_out = fan_in_and_fan_out(shape)
@@ -110,7 +114,7 @@ def xavier_normal(shape, rng: Rng, gain: float = 1.0, dtype=np.float32) -> np.nd
     return rng.normal(0.0, std, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
+def he_uniform(shape: Size, rng: Rng, dtype: DTypeLike = np.float32) -> np.ndarray:
     """U(-a, a) with ``a = sqrt(6 / fan_in)`` (He et al., 2015)."""
     _check_rng(rng, "he_uniform")
     fan_in, _ = fan_in_and_fan_out(shape)
@@ -118,7 +122,7 @@ def he_uniform(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
+def he_normal(shape: Size, rng: Rng, dtype: DTypeLike = np.float32) -> np.ndarray:
     """N(0, std) with ``std = sqrt(2 / fan_in)`` (He et al., 2015)."""
     _check_rng(rng, "he_normal")
     fan_in, _ = fan_in_and_fan_out(shape)
@@ -126,7 +130,8 @@ def he_normal(shape, rng: Rng, dtype=np.float32) -> np.ndarray:
     return rng.normal(0.0, std, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def fan_in_uniform(shape, rng: Rng, fan_in: int | None = None, dtype=np.float32) -> np.ndarray:
+def fan_in_uniform(shape: Size, rng: Rng, fan_in: int | None = None,
+                   dtype: DTypeLike = np.float32) -> np.ndarray:
     """U(-a, a) with ``a = 1 / sqrt(fan_in)``, ``fan_in`` the shape's own unless given (a
     bias is drawn with its weight's fan_in): PyTorch's default for convolution layers."""
     _check_rng(rng, "fan_in_uniform")
@@ -136,7 +141,8 @@ def fan_in_uniform(shape, rng: Rng, fan_in: int | None = None, dtype=np.float32)
     return rng.uniform(-bound, bound, size=_as_shape(shape), dtype=validation.float_dtype(dtype))
 
 
-def initialize(policy: str, shape, rng: Rng | None = None, dtype=np.float32) -> np.ndarray:
+def initialize(policy: str, shape: Size, rng: Rng | None = None,
+               dtype: DTypeLike = np.float32) -> np.ndarray:
     """A new array of ``shape`` initialized by the policy named ``policy`` (see POLICIES).
 
     ``"zero"`` and ``"one"`` ignore ``rng``; the four random policies require it.

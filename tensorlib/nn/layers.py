@@ -97,7 +97,8 @@ class Linear(Module):
         self.weight = Parameter(initialize(weight_init, (self.out_features, self.in_features),
                                            generator, dtype))
         if bias:
-            self.bias = Parameter(initialize(bias_init, (self.out_features,), generator, dtype))
+            self.bias: Parameter | None = Parameter(initialize(bias_init, (self.out_features,),
+                                                               generator, dtype))
         else:
             self.bias = None
 
@@ -204,8 +205,10 @@ class LayerNorm(Module):
         self.eps = validation.positive(eps, "LayerNorm eps")
         dtype = validation.float_dtype(dtype)
         if affine:
-            self.weight = Parameter(initialize("one", (self.normalized_width,), dtype=dtype))
-            self.bias = Parameter(initialize("zero", (self.normalized_width,), dtype=dtype))
+            self.weight: Parameter | None = Parameter(initialize("one", (self.normalized_width,),
+                                                                 dtype=dtype))
+            self.bias: Parameter | None = Parameter(initialize("zero", (self.normalized_width,),
+                                                               dtype=dtype))
         else:
             self.weight = None
             self.bias = None
@@ -250,8 +253,8 @@ class _BatchNorm(Module):
         dtype = validation.float_dtype(dtype)
         width = (self.num_features,)
         if validation.boolean(affine, "affine"):
-            self.weight = Parameter(initialize("one", width, dtype=dtype))
-            self.bias = Parameter(initialize("zero", width, dtype=dtype))
+            self.weight: Parameter | None = Parameter(initialize("one", width, dtype=dtype))
+            self.bias: Parameter | None = Parameter(initialize("zero", width, dtype=dtype))
         else:
             self.weight = None
             self.bias = None

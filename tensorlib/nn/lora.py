@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,6 +123,9 @@ class LoRALinear(LinearStandIn):
       ``to()``, ``float()`` and ``double()`` and cleared by ``zero_grad()`` with the base.
     """
 
+    base: Linear | LinearStandIn
+    lora: LowRankAdapter
+
     def __init__(self, base: Linear | LinearStandIn, rank: int, alpha: float,
                  rng: Rng | None = None):
         super().__init__()
@@ -201,7 +204,7 @@ def _lora_layers(model: Module) -> list[tuple[str, LoRALinear]]:
             if isinstance(module, LoRALinear)]
 
 
-def _refuse_the_root(layers: list[tuple[str, Module]], model: Module, what: str,
+def _refuse_the_root(layers: Sequence[tuple[str, Module]], model: Module, what: str,
                      instead: str) -> None:
     if any(name == "" for name, _ in layers):
         raise ValueError(f"the {type(model).__name__} itself is the layer, and {what} "

@@ -37,7 +37,7 @@ class Parameter(Tensor):
             raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
         self.requires_grad = bool(trainable)
 
-    @Tensor.data.setter
+    @Tensor.data.setter  # type: ignore[attr-defined]  # (mypy: a parent's setter)
     def data(self, value: Any) -> None:
         """Read as :attr:`Tensor.data`. Assigning new values is an in-place change whose
         shape and dtype must stay the same (a module, its optimizer and its checkpoints rely
@@ -51,7 +51,7 @@ class Parameter(Tensor):
                              f"{array.dtype} to {owner} of shape {self.shape} and dtype "
                              f"{self.dtype}; use copy_() for values, or register a new "
                              "Parameter")
-        Tensor.data.fset(self, array)
+        Tensor.data.fset(self, array)  # type: ignore[attr-defined]
 
     def _release(self, empty: Any) -> None:
         """Drop the values for good (NF4 quantization does, once it holds the weight in its

@@ -30,7 +30,7 @@ import gc
 import inspect
 import math
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -341,7 +341,7 @@ def _has_adapter(layer: Module) -> bool:
     return isinstance(layer, LinearStandIn) and layer.base is not None
 
 
-def _quantized_layers(layers: list[tuple[str, Module]], block_size: int
+def _quantized_layers(layers: Sequence[tuple[str, Module]], block_size: int
                       ) -> list[NF4Linear]:
     """Check every layer, quantize each into a new NF4Linear (staging: nothing changes
     yet), and return them; raises, changing nothing, if any layer cannot be quantized."""
@@ -360,7 +360,7 @@ def _quantized_layers(layers: list[tuple[str, Module]], block_size: int
             raise ValueError(f"the weight of Linear '{name or '(root)'}' was released when it "
                              "was quantized; use the NF4Linear that took its place")
     for name, layer in layers:
-        _check_not_held(name, layer)
+        _check_not_held(name, layer)  # type: ignore[arg-type]  # a Linear: checked above
     staged = [NF4Linear(quantize_nf4(layer.weight._data, block_size), layer.bias)
               for _, layer in layers]
     for (_, layer), quantized in zip(layers, staged, strict=True):
@@ -417,7 +417,7 @@ def quantize_model(model: Module, patterns: str | Iterable[str] = "*",
     staged = _quantized_layers(layers, block_size)
     for (name, layer), quantized in zip(layers, staged, strict=True):
         replace_layer(model, name, quantized)
-        _release_weight(layer)
+        _release_weight(layer)  # type: ignore[arg-type]  # a Linear: _quantized_layers checked
     return [name for name, _ in layers]
 
 

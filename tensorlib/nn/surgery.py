@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from tensorlib.backend import to_numpy
 from tensorlib.nn.layers import Linear
 from tensorlib.nn.module import Module, check_module
 from tensorlib.tensor import Tensor
+from tensorlib.typing import Array
 
 __all__ = [
     "LINEAR_LAYERS",
@@ -53,7 +53,7 @@ class LinearStandIn(Module):
 
     base: Module | None = None
 
-    def dense_weight(self) -> Any:
+    def dense_weight(self) -> Array:
         """The float weight ``W`` of ``y = x Wᵀ + b``, a new ``(out_features, in_features)``
         array of ``dtype``."""
         raise NotImplementedError(f"{type(self).__name__} does not define dense_weight()")
@@ -75,7 +75,7 @@ def _pattern_list(patterns: str | Iterable[str]) -> list[str]:
 
 
 def find_linear_layers(model: Module, patterns: str | Iterable[str] = "*"
-                       ) -> list[tuple[str, Module]]:
+                       ) -> list[tuple[str, Linear | LinearStandIn]]:
     """The linear layers (Linear and its stand-ins, NF4Linear and LoRALinear) of ``model``
     whose dotted names match any of ``patterns``.
 

@@ -6,14 +6,15 @@ Each backward first computes the gradient at the broadcast (output) shape, then
 
 from __future__ import annotations
 
-from typing import Any
+import numpy as np
 
 from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
-def _check_broadcast(name: str, a: Any, b: Any) -> None:
+def _check_broadcast(name: str, a: Array, b: Array) -> None:
     try:
         array_module(a).broadcast_shapes(a.shape, b.shape)
     except ValueError:
@@ -23,26 +24,26 @@ def _check_broadcast(name: str, a: Any, b: Any) -> None:
 
 class Add(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("add", a, b)
         ctx.shapes = (a.shape, b.shape)
         return a + b
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         shape_a, shape_b = ctx.shapes
         return unbroadcast(grad, shape_a), unbroadcast(grad, shape_b)
 
 
 class Sub(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("sub", a, b)
         ctx.shapes = (a.shape, b.shape)
         return a - b
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         shape_a, shape_b = ctx.shapes
         grad_b = unbroadcast(-grad, shape_b) if ctx.needs_input_grad[1] else None
         return unbroadcast(grad, shape_a), grad_b
@@ -53,7 +54,7 @@ class Mul(Function):
     factor may change in place after the forward."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("mul", a, b)
         wants_a, wants_b = ctx.needs_input_grad
         ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
@@ -61,7 +62,7 @@ class Mul(Function):
         return a * b
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b = ctx.saved_tensors
         shape_a, shape_b = ctx.shapes
         grad_a = unbroadcast(grad * b, shape_a) if ctx.needs_input_grad[0] else None
@@ -73,14 +74,14 @@ class Div(Function):
     """a / b; the numerator is saved only when the divisor's gradient needs it."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("div", a, b)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         ctx.shapes = (a.shape, b.shape)
         return a / b
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b = ctx.saved_tensors
         shape_a, shape_b = ctx.shapes
         grad_a = unbroadcast(grad / b, shape_a) if ctx.needs_input_grad[0] else None
@@ -93,14 +94,14 @@ class Pow(Function):
     a^b·log(a), 0 where a = 0 and b >= 0 (nan for a < 0, as in PyTorch)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("pow", a, b)
         out = a ** b
         ctx.save_for_backward(a, b, out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b, out = ctx.saved_tensors
         xp = array_module(a)
         grad_a = grad_b = None
@@ -120,7 +121,7 @@ class PowScalar(Function):
     op_name = "pow"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, exponent: float) -> Any:
+    def forward(ctx: Context, a: Array, exponent: float) -> Array:
         ctx.save_for_backward(a)
         ctx.exponent = exponent
         if exponent == 2.0:
@@ -128,7 +129,7 @@ class PowScalar(Function):
         return a ** exponent
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         p = ctx.exponent
         if p == 2.0:
@@ -140,11 +141,11 @@ class PowScalar(Function):
 
 class Neg(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         return -a
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return -grad
 
 
@@ -153,13 +154,13 @@ class Maximum(Function):
     Where one is nan (no order), each gets the whole gradient, as in PyTorch."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_broadcast("maximum", a, b)
         ctx.save_for_backward(a, b)
         return array_module(a).maximum(a, b)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b = ctx.saved_tensors
         xp = array_module(a)
         tie = a == b
@@ -177,10 +178,10 @@ class Cast(Function):
     """Change dtype; the gradient is cast back to the input's dtype."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, dtype: Any) -> Any:
+    def forward(ctx: Context, a: Array, dtype: np.dtype) -> Array:
         ctx.input_dtype = a.dtype
         return a.astype(dtype)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad.astype(ctx.input_dtype)

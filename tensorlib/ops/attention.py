@@ -8,9 +8,10 @@ from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 from tensorlib.ops.softmax import Softmax
+from tensorlib.typing import Array
 
 
-def _heads(qkv: Any, heads: int) -> tuple[Any, Any, Any]:
+def _heads(qkv: Array, heads: int) -> tuple[Array, Array, Array]:
     """The query, key and value views ``(B, H, T, D)`` of ``qkv (B, T, 3C)``."""
     batch, length, triple = qkv.shape
     split = qkv.reshape(batch, length, 3, heads, triple // 3 // heads)  # (B, T, 3, H, D)
@@ -18,8 +19,8 @@ def _heads(qkv: Any, heads: int) -> tuple[Any, Any, Any]:
     return query, key, value
 
 
-def attend(steps: Any, query: Any, key: Any, value: Any, scale: float,
-           offset: int = 0) -> tuple[Any, Any]:
+def attend(steps: Any, query: Array, key: Array, value: Array, scale: float,
+           offset: int = 0) -> tuple[Array, Array]:
     """Attention within each head, on arrays: ``(O, P)`` with P = causal softmax of
     scale · q kᵀ and O = P v, from ``query (B, H, T, D)``, ``key`` and ``value (B, H, S, D)``;
     query i sits at position ``offset + i`` and sees keys ``0 .. offset + i``.
@@ -50,7 +51,7 @@ class CausalAttention(Function):
     op_name = "causal_attention"
 
     @staticmethod
-    def forward(ctx: Context, qkv: Any, heads: int, scale: float) -> Any:
+    def forward(ctx: Context, qkv: Array, heads: int, scale: float) -> Array:
         batch, length, triple = qkv.shape
         query, key, value = _heads(qkv, heads)
         context, probabilities = attend(ctx.function, query, key, value, scale)  # (B, H, T, ·)
@@ -59,7 +60,7 @@ class CausalAttention(Function):
         return context.transpose(0, 2, 1, 3).reshape(batch, length, triple // 3)  # (B, T, C)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         qkv, probabilities = ctx.saved_tensors
         xp = array_module(qkv)
         batch, length, triple = qkv.shape
@@ -77,13 +78,13 @@ class CausalAttention(Function):
         return grad_qkv.transpose(0, 3, 2, 1, 4).reshape(batch, length, triple)
 
     @staticmethod
-    def scaled_scores(query: Any, key: Any, scale: float) -> Any:
+    def scaled_scores(query: Array, key: Array, scale: float) -> Array:
         """S = scale · q kᵀ, ``(B, H, T, T)``."""
         return (query @ key.transpose(0, 1, 3, 2)) * query.dtype.type(scale)
 
     causal_softmax = staticmethod(Softmax.causal_softmax)
 
     @staticmethod
-    def row_sum(a: Any) -> Any:
+    def row_sum(a: Array) -> Array:
         """Σ over the last axis, kept as an axis of size 1."""
         return a.sum(axis=-1, keepdims=True)

@@ -23,12 +23,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 from tensorlib.ops.matmul import quiet_products
+from tensorlib.typing import Array
 
 __all__ = ["AvgPool", "Convolution", "Fold", "MaxPool", "Pad", "Unfold",
            "sliding_windows", "window_count", "window_slice", "windows_summed"]
@@ -54,8 +56,8 @@ def window_slice(offset: tuple[int, ...], positions: tuple[int, ...], stride: tu
                         for k, p, s, d in zip(offset, positions, stride, dilation, strict=True)))
 
 
-def sliding_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
-                    dilation: tuple[int, ...]) -> Any:
+def sliding_windows(x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                    dilation: tuple[int, ...]) -> Array:
     """The read-only view ``(N, C, *K, *P)`` of ``x (N, C, *S)``: windows[n, c, k, p] =
     x[n, c, p·stride + k·dilation], with P the number of windows along each spatial axis."""
     xp = array_module(x)
@@ -68,8 +70,8 @@ def sliding_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                                            strides=strides, writeable=False)
 
 
-def windows_summed(windows: Any, spatial: tuple[int, ...], stride: tuple[int, ...],
-                   dilation: tuple[int, ...]) -> Any:
+def windows_summed(windows: Array, spatial: tuple[int, ...], stride: tuple[int, ...],
+                   dilation: tuple[int, ...]) -> Array:
     """The adjoint of ``sliding_windows``: a new ``(N, C, *spatial)`` array where each entry
     of ``windows (N, C, *K, *P)`` is added at the place it was read from. Entries read by
     several windows (overlapping windows) sum; entries no window read stay 0."""
@@ -78,12 +80,12 @@ def windows_summed(windows: Any, spatial: tuple[int, ...], stride: tuple[int, ..
     kernel, positions = windows.shape[2:2 + dims], windows.shape[2 + dims:]
     out = xp.zeros(windows.shape[:2] + tuple(spatial), dtype=windows.dtype)
     for offset in _offsets(kernel):  # K offsets, e.g. 9 for 3×3: each (N, C, *P) onto a slice
-        out[window_slice(offset, positions, stride, dilation)] += windows[(Ellipsis, *offset,
-                                                                           *[slice(None)] * dims)]
+        window: tuple[Any, ...] = (Ellipsis, *offset, *[slice(None)] * dims)
+        out[window_slice(offset, positions, stride, dilation)] += windows[window]
     return out
 
 
-def _copied(view: Any, shape: tuple[int, ...]) -> Any:
+def _copied(view: Array, shape: tuple[int, ...]) -> Array:
     """A new array of ``shape`` holding the entries of ``view`` in row-major order: always a
     copy (a reshape alone may return a view of the input, read-only and sharing its memory,
     for a 1×1 kernel or an expanded input)."""
@@ -92,7 +94,7 @@ def _copied(view: Any, shape: tuple[int, ...]) -> Any:
     return out.reshape(shape)
 
 
-def _padded(x: Any, padding: tuple[int, ...], value: float) -> Any:
+def _padded(x: Array, padding: tuple[int, ...], value: float) -> Array:
     """``x (N, C, *S)`` with ``padding[i]`` entries of ``value`` on both sides of spatial
     axis i (``x`` itself when there is none)."""
     if not any(padding):
@@ -126,8 +128,8 @@ class Convolution(Function):
     op_name = "conv"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any, stride: tuple[int, ...],
-                padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Any:
+    def forward(ctx: Context, x: Array, weight: Array, bias: Array | None, stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> Array:
         batch = x.shape[0]
         out_channels, kernel = weight.shape[0], tuple(weight.shape[2:])
         padded = _padded(x, padding, 0.0)
@@ -146,7 +148,7 @@ class Convolution(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         columns, weight = ctx.saved_tensors
         x_shape, padded_spatial, kernel, positions, stride, padding, dilation, groups = \
             ctx.geometry
@@ -184,8 +186,8 @@ class MaxPool(Function):
     op_name = "max_pool"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
-                padding: tuple[int, ...], dilation: tuple[int, ...]) -> Any:
+    def forward(ctx: Context, x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...]) -> Array:
         xp = array_module(x)
         padded = _padded(x, padding, -math.inf)
         positions = tuple(window_count(size, k, s, 0, d) for size, k, s, d
@@ -208,7 +210,7 @@ class MaxPool(Function):
         return best
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         xp = array_module(grad)
         x_shape, padded_spatial, kernel, positions, stride, padding, dilation = ctx.geometry
         dpadded = xp.zeros(x_shape[:2] + padded_spatial, dtype=grad.dtype)
@@ -233,8 +235,8 @@ class AvgPool(Function):
     op_name = "avg_pool"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
-                padding: tuple[int, ...], count_include_pad: bool) -> Any:
+    def forward(ctx: Context, x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], count_include_pad: bool) -> Array:
         xp = array_module(x)
         dilation = (1,) * len(kernel)
         padded = _padded(x, padding, 0.0)
@@ -254,7 +256,7 @@ class AvgPool(Function):
         return total / count
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         xp = array_module(grad)
         x_shape, padded_spatial, kernel, positions, stride, padding = ctx.geometry
         share = grad / ctx.count                                              # (N, C, *P)
@@ -272,8 +274,8 @@ class Unfold(Function):
     zero-padded. Backward: the windows' scatter-add (``Fold``'s forward)."""
 
     @staticmethod
-    def forward(ctx: Context, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
-                padding: tuple[int, ...], dilation: tuple[int, ...]) -> Any:
+    def forward(ctx: Context, x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...]) -> Array:
         padded = _padded(x, padding, 0.0)
         windows = sliding_windows(padded, kernel, stride, dilation)    # (N, C, *K, *P)
         positions = windows.shape[2 + len(kernel):]
@@ -281,7 +283,7 @@ class Unfold(Function):
         return _copied(windows, (x.shape[0], -1, math.prod(positions)))
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         x_shape, padded_spatial, positions, kernel, stride, padding, dilation = ctx.geometry
         dwindows = grad.reshape(x_shape[:2] + tuple(kernel) + tuple(positions))
         return windows_summed(dwindows, padded_spatial, stride, dilation)[
@@ -294,9 +296,9 @@ class Fold(Function):
     padding dropped). Backward: ``Unfold``'s forward of the gradient."""
 
     @staticmethod
-    def forward(ctx: Context, columns: Any, output_size: tuple[int, ...],
+    def forward(ctx: Context, columns: Array, output_size: tuple[int, ...],
                 kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
-                dilation: tuple[int, ...]) -> Any:
+                dilation: tuple[int, ...]) -> Array:
         padded_spatial = tuple(s + 2 * p for s, p in zip(output_size, padding, strict=True))
         positions = tuple(window_count(s, k, st, 0, d) for s, k, st, d
                           in zip(padded_spatial, kernel, stride, dilation, strict=True))
@@ -306,7 +308,7 @@ class Fold(Function):
             _interior(tuple(output_size), padding)]
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         kernel, stride, padding, dilation = ctx.geometry
         windows = sliding_windows(_padded(grad, padding, 0.0), kernel, stride, dilation)
         return _copied(windows, (grad.shape[0], -1, math.prod(windows.shape[2 + len(kernel):])))
@@ -321,8 +323,8 @@ class Pad(Function):
     (the constant ones get none)."""
 
     @staticmethod
-    def forward(ctx: Context, x: Any, widths: tuple[tuple[int, int], ...], mode: str,
-                value: float) -> Any:
+    def forward(ctx: Context, x: Array, widths: tuple[tuple[int, int], ...], mode: str,
+                value: float) -> Array:
         xp = array_module(x)
         ctx.widths, ctx.mode = widths, mode
         if mode == "constant":
@@ -337,7 +339,7 @@ class Pad(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         xp = array_module(grad)
         if ctx.mode == "constant":
             return grad[tuple(slice(before, grad.shape[axis] - after)
@@ -352,7 +354,7 @@ class Pad(Function):
         return grad
 
 
-def _source_indices(xp: Any, size: int, before: int, after: int, mode: str) -> Any:
+def _source_indices(xp: ModuleType, size: int, before: int, after: int, mode: str) -> Array:
     """For each position -before .. size+after-1 of a padded axis, the index of x it copies."""
     position = xp.arange(-before, size + after)
     if mode == "replicate":

@@ -3,35 +3,35 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 from tensorlib.validation import is_floating
 
 
 class Exp(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         out = array_module(a).exp(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         return grad * out
 
 
 class Log(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         ctx.save_for_backward(a)
         return array_module(a).log(a)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         return grad / a
 
@@ -41,13 +41,13 @@ class Sqrt(Function):
     without numpy's warnings."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         out = array_module(a).sqrt(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         with array_module(grad).errstate(divide="ignore", invalid="ignore"):
             return grad / (2.0 * out)
@@ -57,22 +57,22 @@ class Abs(Function):
     """|x|; the gradient at exactly 0 is 0 (the subgradient PyTorch picks)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         ctx.save_for_backward(a)
         return array_module(a).abs(a)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         return grad * array_module(a).sign(a)
 
 
-def _floating(a: Any) -> Any:
+def _floating(a: Array) -> Array:
     """Integer or boolean input as float64 (numpy's result type for these functions)."""
     return a if is_floating(a.dtype) else a.astype(array_module(a).float64)
 
 
-def _sigmoid(a: Any) -> Any:
+def _sigmoid(a: Array) -> Array:
     """1 / (1 + e^-a) without overflow: scipy's expit, or the tanh identity on a GPU."""
     xp = array_module(a)
     if xp.__name__ == "numpy":
@@ -84,13 +84,13 @@ def _sigmoid(a: Any) -> Any:
 
 class Tanh(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         out = array_module(a).tanh(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         return grad * (1.0 - out * out)
 
@@ -99,26 +99,26 @@ class Sigmoid(Function):
     """1 / (1 + e^-x), computed without overflow for large |x|."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         out = _sigmoid(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         return grad * out * (1.0 - out)
 
 
 class Relu(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         out = array_module(a).maximum(a, 0)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         return grad * (out > 0)
 
@@ -130,7 +130,7 @@ class LeakyRelu(Function):
     op_name = "leaky_relu"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, negative_slope: float = 0.01) -> Any:
+    def forward(ctx: Context, a: Array, negative_slope: float = 0.01) -> Array:
         xp = array_module(a)
         a = _floating(a)
         positive = a > 0
@@ -138,7 +138,7 @@ class LeakyRelu(Function):
         return a * ctx.slope
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad * ctx.slope
 
 
@@ -147,7 +147,7 @@ class Softplus(Function):
     the two agree to float precision). The slope is sigmoid(β·x), 1 above the threshold."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    def forward(ctx: Context, a: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
         xp = array_module(a)
         a = _floating(a)
         scaled = beta * a
@@ -158,7 +158,7 @@ class Softplus(Function):
         return xp.where(linear, a, smooth).astype(a.dtype, copy=False)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         scaled, linear = ctx.saved_tensors
         xp = array_module(scaled)
         return grad * xp.where(linear, 1.0, _sigmoid(scaled)).astype(scaled.dtype, copy=False)
@@ -168,7 +168,7 @@ class Silu(Function):
     """SiLU (swish) x·sigmoid(x); slope s + x·s·(1 - s) with s = sigmoid(x)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         a = _floating(a)
         s = _sigmoid(a)
         ctx.save_for_backward(a, s)
@@ -176,7 +176,7 @@ class Silu(Function):
             return a * s
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         a, s = ctx.saved_tensors
         with array_module(a).errstate(invalid="ignore"):
             return grad * (s * (1.0 + a * (1.0 - s)))
@@ -187,12 +187,12 @@ class Relu6(Function):
     NaN included, as PyTorch's hardtanh."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         ctx.save_for_backward(a)
         return array_module(a).clip(a, 0, 6)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         return grad * ~((a <= 0) | (a >= 6))
 
@@ -202,12 +202,12 @@ class Hardswish(Function):
     x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch's values at the two joints)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         ctx.save_for_backward(a)
         return a * array_module(a).clip(a + 3, 0, 6) / 6
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         xp = array_module(a)
         slope = xp.where(a <= -3, 0, xp.where(a < 3, a / 3 + 0.5, 1)).astype(a.dtype)
@@ -219,7 +219,7 @@ class Mish(Function):
     is t + x · sigmoid(x) · (1 - t²)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         xp = array_module(a)
         with xp.errstate(invalid="ignore"):  # NaN in, NaN out, as in PyTorch
             t = xp.tanh(xp.logaddexp(0, a))  # logaddexp(0, x) = log(1 + eˣ) without overflow
@@ -227,7 +227,7 @@ class Mish(Function):
         return a * t
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         a, t = ctx.saved_tensors
         return grad * (t + a * _sigmoid(a) * (1 - t * t))
 
@@ -237,11 +237,11 @@ class Sign(Function):
     choice at the jumps too), so nothing upstream of a sign learns through it."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         return array_module(a).sign(a)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return array_module(grad).zeros_like(grad)
 
 
@@ -251,7 +251,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TANH_CUBIC = 0.044715
 
 
-def _erf(a: Any) -> Any:
+def _erf(a: Array) -> Array:
     """The exact erf: scipy's, or CuPy's on a GPU."""
     xp = array_module(a)
     if xp.__name__ == "numpy":
@@ -263,7 +263,7 @@ def _erf(a: Any) -> Any:
     return cupy_special.erf(a)
 
 
-def exact_gelu(a: Any, with_slope: bool) -> tuple[Any, Any]:
+def exact_gelu(a: Array, with_slope: bool) -> tuple[Array, Array | None]:
     """GELU(x) = x·Φ(x) with Φ(x) = (1 + erf(x/√2)) / 2, and, if ``with_slope``, its
     derivative Φ(x) + x·φ(x) with φ(x) = exp(-x²/2) / √(2π) (else None)."""
     xp = array_module(a)
@@ -276,7 +276,7 @@ def exact_gelu(a: Any, with_slope: bool) -> tuple[Any, Any]:
     return value, cdf + a * pdf
 
 
-def tanh_gelu(a: Any, with_slope: bool) -> tuple[Any, Any]:
+def tanh_gelu(a: Array, with_slope: bool) -> tuple[Array, Array | None]:
     """The tanh approximation 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³), and, if
     ``with_slope``, its derivative 0.5·(1 + tanh u) + 0.5·x·(1 - tanh² u)·du/dx."""
     xp = array_module(a)
@@ -297,7 +297,7 @@ class Gelu(Function):
     """
 
     @staticmethod
-    def forward(ctx: Context, a: Any, approximate: str = "none") -> Any:
+    def forward(ctx: Context, a: Array, approximate: str = "none") -> Array:
         xp = array_module(a)
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
@@ -310,7 +310,7 @@ class Gelu(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (slope,) = ctx.saved_tensors
         return grad * slope
 
@@ -320,10 +320,10 @@ class Dropout(Function):
     backward: grad ⊙ m."""
 
     @staticmethod
-    def forward(ctx: Context, x: Any, multiplier: Any) -> Any:
+    def forward(ctx: Context, x: Array, multiplier: Array) -> Array:
         ctx.multiplier = multiplier
         return x * multiplier
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad * ctx.multiplier

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
 class Embedding(Function):
@@ -16,20 +15,20 @@ class Embedding(Function):
     ``ctx.function`` (this op, or the kernel registered in its place)."""
 
     @staticmethod
-    def forward(ctx: Context, weight: Any, ids: Any) -> Any:
+    def forward(ctx: Context, weight: Array, ids: Array) -> Array:
         ids = array_module(weight).asarray(ids)
         ctx.ids, ctx.weight_shape = ids, weight.shape
         return weight[ids]  # (*ids.shape, C)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         vocabulary, width = ctx.weight_shape
         ids = ctx.ids.reshape(-1)  # (N,)
         rows = grad.reshape(-1, width)  # (N, C)
         return ctx.function.rows_summed_by_id(ids, rows, vocabulary)
 
     @staticmethod
-    def rows_summed_by_id(ids: Any, rows: Any, count: int) -> Any:
+    def rows_summed_by_id(ids: Array, rows: Array, count: int) -> Array:
         """``(count, C)``: row v is the sum of the ``rows (N, C)`` whose id is v."""
         xp = array_module(rows)
         full = xp.zeros((count, rows.shape[1]), dtype=rows.dtype)  # (V, C)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from tensorlib import autograd, kernel_table
 from tensorlib.autograd import Context
 from tensorlib.backend import device_of
 from tensorlib.tensor import Tensor
+from tensorlib.typing import Array
 from tensorlib.validation import is_floating
 
 __all__ = ["Function", "custom_gradient", "register_kernel"]
@@ -52,16 +53,17 @@ class Function:
 
     op_name: str | None = None
 
+    # ``*arrays: Any, **params: Any``: each op declares its own arrays and parameters
     @staticmethod
-    def forward(ctx: Context, *arrays: Any, **params: Any) -> Any:
+    def forward(ctx: Context, *arrays: Any, **params: Any) -> Array:
         raise NotImplementedError
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array | tuple[Array | None, ...]:
         raise NotImplementedError
 
     @classmethod
-    def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
+    def apply(cls, *inputs: Tensor | None, **params: Any) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, if any input needs a gradient, record
         a graph node on the output. A kernel registered for this op (see
         :func:`register_kernel`) runs in its place, forward and backward, unless reference
@@ -98,7 +100,7 @@ def register_kernel(op: type[Function], kernel: type[Function]) -> None:
     kernel.op_name = autograd.node_name(op)  # graphs, profiles and errors name the op
 
 
-def _implementation(op: type[Function], arrays: Sequence[Any],
+def _implementation(op: type[Function], arrays: Sequence[Array | None],
                     params: dict[str, Any]) -> type[Function]:
     """The class whose forward and backward run for this call: ``op``'s kernel, or ``op``."""
     kernel = kernel_table.kernel_for(op)
@@ -108,7 +110,13 @@ def _implementation(op: type[Function], arrays: Sequence[Any],
     return kernel if applies is None or applies(*arrays, **params) else op
 
 
-class _Unrecorded:
+if TYPE_CHECKING:  # a forward takes an _Unrecorded as its ctx: to the type checker, a Context
+    _UnrecordedBase = Context
+else:
+    _UnrecordedBase = object
+
+
+class _Unrecorded(_UnrecordedBase):
     """The ``ctx`` of an op call that no gradient will flow through (under ``no_grad``, or
     when no input requires grad): the forward may set attributes on it as usual, but
     ``save_for_backward`` keeps nothing, and it becomes no graph node. It is dropped as soon
@@ -118,12 +126,12 @@ class _Unrecorded:
         self.function = function
         self.name: str = autograd.node_name(function)
 
-    def save_for_backward(self, *arrays: Any) -> None:
+    def save_for_backward(self, *arrays: Array | None) -> None:
         """Nothing to save: no backward will run."""
 
 
-def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
-    arrays = []
+def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Array | None]:
+    arrays: list[Array | None] = []
     for position, value in enumerate(inputs):
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"{function.__name__}.apply: input {position} is a "
@@ -132,7 +140,7 @@ def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Any]:
     return arrays
 
 
-def _zero_dimensional(ctx: Context | _Unrecorded, scalar: Any) -> Any:
+def _zero_dimensional(ctx: Context, scalar: np.generic) -> Array:
     """``scalar`` as a 0-d array, which the op's saved arrays then hold in its place (so
     that an in-place change of the result is seen by the version check)."""
     array = np.asarray(scalar)
@@ -142,14 +150,17 @@ def _zero_dimensional(ctx: Context | _Unrecorded, scalar: Any) -> Any:
     return array
 
 
-def _timed_forward(ctx: Context, arrays: list[Any], params: dict[str, Any]) -> Any:
+def _timed_forward(ctx: Context, arrays: list[Array | None], params: dict[str, Any]) -> Array:
     start = time.perf_counter()
     output = ctx.function.forward(ctx, *arrays, **params)
-    autograd.active_profile().add(ctx.name, "forward", time.perf_counter() - start)
+    profile = autograd.active_profile()
+    assert profile is not None  # apply times a forward only while a profile is on
+    profile.add(ctx.name, "forward", time.perf_counter() - start)
     return output
 
 
-def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: Tensor) -> None:
+def _record_node(ctx: Context, inputs: tuple[Tensor | None, ...], output: Array,
+                 result: Tensor) -> None:
     """Make ``ctx`` the graph node of ``result``: where each input came from, the shapes and
     dtypes its gradients must have, and the versions of the tensors whose arrays it saved
     (to catch in-place changes between forward and backward)."""
@@ -173,12 +184,12 @@ def _record_node(ctx: Context, inputs: tuple[Tensor, ...], output: Any, result: 
     result._requires_grad = True
 
 
-def _memory_owner(array: Any) -> Any:
+def _memory_owner(array: Array) -> Array:
     base = getattr(array, "base", None)
     return array if base is None else base
 
 
-def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor, ...]) -> None:
+def _share_version_with_viewed_input(result: Tensor, inputs: tuple[Tensor | None, ...]) -> None:
     """A view (reshape, transpose, basic slice) shares its input's memory, so it must share
     its version counter too: an in-place change through either is a change to both."""
     owner = getattr(result._data, "base", None)
@@ -211,13 +222,13 @@ class _CustomGradient(Function):
     op_name = "custom_gradient"
 
     @staticmethod
-    def forward(ctx: Context, *input_arrays: Any, output: Any, vjp: Callable) -> Any:
+    def forward(ctx: Context, *input_arrays: Array, output: Array, vjp: Callable) -> Array:
         ctx.vjp = vjp
         ctx.input_devices = tuple(device_of(array) for array in input_arrays)
         return output
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         grads = ctx.vjp(grad)
         if isinstance(grads, list):
             grads = tuple(grads)
@@ -234,8 +245,8 @@ class _CustomGradient(Function):
         return grads
 
 
-def custom_gradient(output: Any, inputs: Sequence[Tensor],
-                    vjp: Callable[[Any], Sequence[Any]]) -> Tensor:
+def custom_gradient(output: Array | Tensor, inputs: Sequence[Tensor],
+                    vjp: Callable[[Array], Sequence[Any]]) -> Tensor:
     """Join an array computed outside the engine to the graph.
 
     ``output`` is the already-computed array, ``inputs`` the tensors it depends on, and

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 from tensorlib.ops.softmax import log_softmax
+from tensorlib.typing import Array
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -34,8 +33,8 @@ class CrossEntropy(Function):
     op_name = "cross_entropy"
 
     @staticmethod
-    def forward(ctx: Context, logits: Any, targets: Any, kept: Any = None,
-                reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    def forward(ctx: Context, logits: Array, targets: Array, kept: Array | None = None,
+                reduction: str = "mean", label_smoothing: float = 0.0) -> Array:
         xp = array_module(logits)
         classes = logits.shape[-1]
         targets = xp.asarray(targets).reshape(-1)  # (N,)
@@ -57,7 +56,7 @@ class CrossEntropy(Function):
         return xp.asarray(total, dtype=logits.dtype)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (log_probs,) = ctx.saved_tensors
         rows = log_probs.shape[0]
         if ctx.reduction == "none":
@@ -71,7 +70,7 @@ class CrossEntropy(Function):
         return probs.reshape(ctx.input_shape)
 
     @staticmethod
-    def row_losses(logits: Any, targets: Any, label_smoothing: float) -> tuple[Any, Any]:
+    def row_losses(logits: Array, targets: Array, label_smoothing: float) -> tuple[Array, Array]:
         """``(log_probs (N, V), losses (N,))`` of logit rows ``(N, V)`` and targets ``(N,)``."""
         xp = array_module(logits)
         log_probs = log_softmax(logits, axis=-1)  # (N, V)
@@ -81,8 +80,8 @@ class CrossEntropy(Function):
         return log_probs, losses
 
     @staticmethod
-    def row_gradients(log_probs: Any, targets: Any, label_smoothing: float, weight: Any,
-                      kept: Any) -> Any:
+    def row_gradients(log_probs: Array, targets: Array, label_smoothing: float,
+                      weight: Array | float, kept: Array | None) -> Array:
         """The logits' gradient ``(N, V)``: (softmax - target distribution) · weight, zero
         in the rows ``kept`` marks False."""
         xp = array_module(log_probs)

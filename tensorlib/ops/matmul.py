@@ -4,14 +4,16 @@ operands) and the fused ``linear`` layer, x Wᵀ + b."""
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from typing import Any
 
 from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
-def _check_matmul_shapes(a: Any, b: Any) -> None:
+def _check_matmul_shapes(a: Array, b: Array) -> None:
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul needs at least 1-D operands, got shapes {a.shape} and {b.shape}")
     inner_a = a.shape[-1]
@@ -26,7 +28,7 @@ def _check_matmul_shapes(a: Any, b: Any) -> None:
                          "broadcast together") from None
 
 
-def quiet_products(xp: Any) -> Any:
+def quiet_products(xp: ModuleType) -> Any:
     """A context in which matrix products give NaN for inf · 0 and inf on overflow quietly,
     as PyTorch's do (numpy's would warn)."""
     return xp.errstate(invalid="ignore", over="ignore")
@@ -38,7 +40,7 @@ class MatMul(Function):
     the other's gradient needs it."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_matmul_shapes(a, b)
         wants_a, wants_b = ctx.needs_input_grad
         ctx.save_for_backward(a if wants_b else None, b if wants_a else None)
@@ -48,7 +50,7 @@ class MatMul(Function):
             return xp.matmul(a, b)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         a, b = ctx.saved_tensors
         shape_a, shape_b = ctx.shapes
         xp = array_module(grad)
@@ -81,7 +83,7 @@ class Linear(Function):
     """
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:
+    def forward(ctx: Context, x: Array, weight: Array, bias: Array | None) -> Array:
         rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # (N, in); N, in may be 0
         with quiet_products(array_module(x)):
             out = rows @ weight.T  # (N, out)
@@ -94,7 +96,7 @@ class Linear(Function):
         return out.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         x, weight = ctx.saved_tensors
         rows_grad = grad.reshape(math.prod(grad.shape[:-1]), grad.shape[-1])  # (N, out)
         wanted = ctx.needs_input_grad
@@ -106,11 +108,11 @@ class Linear(Function):
         return grad_x, grad_weight, grad_bias
 
     @staticmethod
-    def add_bias(out: Any, bias: Any) -> Any:
+    def add_bias(out: Array, bias: Array) -> Array:
         """``out + bias``, the bias added to every row."""
         return out + bias
 
     @staticmethod
-    def column_sum(rows: Any) -> Any:
+    def column_sum(rows: Array) -> Array:
         """Σ over the rows of a 2-D array."""
         return rows.sum(axis=0)

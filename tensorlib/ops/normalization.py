@@ -3,14 +3,16 @@ batch norm over the batch."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
-def _quiet(xp: Any) -> Any:
+def _quiet(xp: ModuleType) -> Any:
     return xp.errstate(invalid="ignore", over="ignore")
 
 
@@ -26,7 +28,8 @@ class LayerNorm(Function):
     op_name = "layer_norm"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    def forward(ctx: Context, x: Array, weight: Array | None, bias: Array | None,
+                eps: float) -> Array:
         with _quiet(array_module(x)):  # a row with an infinity: nan, as in PyTorch
             out, normalized, inverse_std = ctx.function.normalize(x, weight, bias, eps)
         if weight is None and bias is None:  # out is x̂: a copy, so that changing the
@@ -35,7 +38,8 @@ class LayerNorm(Function):
         return out
 
     @staticmethod
-    def normalize(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+    def normalize(x: Array, weight: Array | None, bias: Array | None,
+                  eps: float) -> tuple[Array, Array, Array]:
         """``(out, x̂, r)``; ``weight`` and ``bias`` may be None."""
         xp = array_module(x)
         # Each row is first shifted by its first entry, which changes neither its deviations
@@ -51,15 +55,16 @@ class LayerNorm(Function):
         return out, normalized, inverse_std
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         normalized, inverse_std, weight = ctx.saved_tensors
         with _quiet(array_module(grad)):
             return ctx.function.gradients(grad, normalized, inverse_std, weight,
                                           ctx.needs_input_grad)
 
     @staticmethod
-    def gradients(grad: Any, normalized: Any, inverse_std: Any, weight: Any,
-                  wanted: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+    def gradients(grad: Array, normalized: Array, inverse_std: Array, weight: Array | None,
+                  wanted: tuple[bool, bool, bool]
+                  ) -> tuple[Array | None, Array | None, Array | None]:
         """``(dx, dweight, dbias)``, each None unless ``wanted``."""
         width = normalized.shape[-1]
         dx = None
@@ -89,7 +94,8 @@ class BatchNorm(Function):
     op_name = "batch_norm"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    def forward(ctx: Context, x: Array, weight: Array | None, bias: Array | None,
+                eps: float) -> Array:
         xp = array_module(x)
         axes = (0, *range(2, x.ndim))                     # every axis but the channels'
         channel_shape = (1, -1) + (1,) * (x.ndim - 2)     # (C,) broadcast along them
@@ -109,7 +115,7 @@ class BatchNorm(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         normalized, inverse_std, weight = ctx.saved_tensors
         axes = ctx.axes
         g = grad if weight is None else grad * weight

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
-def _reduced_axes_back(grad: Any, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
+def _reduced_axes_back(grad: Array, axis: tuple[int, ...] | None, keepdims: bool) -> Array:
     """A reduction's output gradient with the reduced axes back, of size 1 (a view)."""
     if keepdims or axis is None:
         return grad
     return array_module(grad).expand_dims(grad, axis)
 
 
-def _expand_back(grad: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,
-                 keepdims: bool) -> Any:
+def _expand_back(grad: Array, shape: tuple[int, ...], axis: tuple[int, ...] | None,
+                 keepdims: bool) -> Array:
     """Broadcast a reduced gradient back over the reduced axes (a read-only view)."""
     return array_module(grad).broadcast_to(_reduced_axes_back(grad, axis, keepdims), shape)
 
 
-def _without_reduced_axes(kept: Any, shape: tuple[int, ...], axis: tuple[int, ...] | None,
-                          keepdims: bool) -> Any:
+def _without_reduced_axes(kept: Array, shape: tuple[int, ...], axis: tuple[int, ...] | None,
+                          keepdims: bool) -> Array:
     """A reduction computed with its axes kept (size 1), as the caller asked: kept, or
     dropped (a view)."""
     return kept if keepdims else kept.reshape(_reduced_shape(shape, axis))
@@ -48,12 +50,13 @@ def _count(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> int:
 
 class Sum(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None,
+                keepdims: bool = False) -> Array:
         ctx.shape, ctx.axis, ctx.keepdims = a.shape, axis, keepdims
         return a.sum(axis=axis, keepdims=keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return _expand_back(grad, ctx.shape, ctx.axis, ctx.keepdims)
 
 
@@ -61,7 +64,8 @@ class Mean(Function):
     """Σ x / n over ``axis``; nan over no elements (0 / 0, as in PyTorch)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None,
+                keepdims: bool = False) -> Array:
         count = _count(a.shape, axis)
         ctx.shape, ctx.axis, ctx.keepdims, ctx.count = a.shape, axis, keepdims, count
         if count == 0:
@@ -70,7 +74,7 @@ class Mean(Function):
         return a.mean(axis=axis, keepdims=keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         if ctx.count == 0:  # no elements: an empty gradient
             return array_module(grad).zeros(ctx.shape, dtype=grad.dtype)
         return _expand_back(grad / ctx.count, ctx.shape, ctx.axis, ctx.keepdims)
@@ -81,7 +85,8 @@ class Max(Function):
     no maximum (ValueError); an empty tensor reduced over other axes gives an empty one."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None,
+                keepdims: bool = False) -> Array:
         if _count(a.shape, axis) == 0:
             raise ValueError(f"max over no elements (shape {a.shape}, axis {axis})")
         out = a.max(axis=axis, keepdims=True) if a.size else \
@@ -91,7 +96,7 @@ class Max(Function):
         return _without_reduced_axes(out, a.shape, axis, keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         a, out = ctx.saved_tensors
         xp = array_module(a)
         is_max = a == out
@@ -101,7 +106,8 @@ class Max(Function):
             return (is_max * (grad / ties)).astype(a.dtype)
 
 
-def _deviations(a: Any, axis: Any, correction: float) -> tuple[Any, Any, Any]:
+def _deviations(a: Array, axis: tuple[int, ...] | None,
+                correction: float) -> tuple[Array, Array, Array]:
     """x - mean over ``axis``, the variance (keeping the reduced axes) and its divisor
     n - ``correction`` (0 where that is 0 or less, so the variance is nan or inf)."""
     xp = array_module(a)
@@ -118,15 +124,15 @@ class Var(Function):
     is nan or inf, as in PyTorch."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
-                correction: float = 1.0) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None, keepdims: bool = False,
+                correction: float = 1.0) -> Array:
         centered, variance, ctx.divisor = _deviations(a, axis, correction)
         ctx.save_for_backward(centered)
         ctx.axis, ctx.keepdims = axis, keepdims
         return _without_reduced_axes(variance, a.shape, axis, keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (centered,) = ctx.saved_tensors
         xp = array_module(grad)
         grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
@@ -140,8 +146,8 @@ class Std(Function):
     deviation it would multiply is 0."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False,
-                correction: float = 1.0) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None, keepdims: bool = False,
+                correction: float = 1.0) -> Array:
         centered, variance, ctx.divisor = _deviations(a, axis, correction)
         std = array_module(a).sqrt(variance)
         ctx.save_for_backward(centered, std)
@@ -149,7 +155,7 @@ class Std(Function):
         return _without_reduced_axes(std, a.shape, axis, keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         centered, std = ctx.saved_tensors
         xp = array_module(grad)
         grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
@@ -163,7 +169,8 @@ class LogSumExp(Function):
     no elements (the log of an empty sum, as in PyTorch)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    def forward(ctx: Context, a: Array, axis: tuple[int, ...] | None = None,
+                keepdims: bool = False) -> Array:
         xp = array_module(a)
         ctx.axis, ctx.keepdims = axis, keepdims
         if a.size == 0:
@@ -179,7 +186,7 @@ class LogSumExp(Function):
         return _without_reduced_axes(out, a.shape, axis, keepdims)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         a, out = ctx.saved_tensors
         xp = array_module(a)
         grad = _reduced_axes_back(grad, ctx.axis, ctx.keepdims)
@@ -188,5 +195,5 @@ class LogSumExp(Function):
         return (grad * weights).astype(a.dtype)
 
 
-def _quiet(xp: Any) -> Any:
+def _quiet(xp: ModuleType) -> Any:
     return xp.errstate(divide="ignore", invalid="ignore")

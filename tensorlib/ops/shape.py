@@ -10,38 +10,39 @@ from tensorlib.autograd import Context, unbroadcast
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
 from tensorlib.tensor import Tensor
+from tensorlib.typing import Array
 
 
 class Reshape(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
+    def forward(ctx: Context, a: Array, shape: tuple[int, ...]) -> Array:
         ctx.input_shape = a.shape
         return a.reshape(shape)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad.reshape(ctx.input_shape)
 
 
 class Permute(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, axes: tuple[int, ...]) -> Any:
+    def forward(ctx: Context, a: Array, axes: tuple[int, ...]) -> Array:
         ctx.axes = axes
         return a.transpose(axes)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad.transpose(tuple(np.argsort(ctx.axes)))
 
 
 class Expand(Function):
     @staticmethod
-    def forward(ctx: Context, a: Any, shape: tuple[int, ...]) -> Any:
+    def forward(ctx: Context, a: Array, shape: tuple[int, ...]) -> Array:
         ctx.input_shape = a.shape
         return array_module(a).broadcast_to(a, shape)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return unbroadcast(grad, ctx.input_shape)
 
 
@@ -75,7 +76,7 @@ class GetItem(Function):
     adding (not overwriting) where an advanced index repeats an element."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, index: Any) -> Any:
+    def forward(ctx: Context, a: Array, index: Any) -> Array:
         advanced = is_advanced_index(index)
         try:
             out = a[index]
@@ -88,7 +89,7 @@ class GetItem(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         xp = array_module(grad)
         full = xp.zeros(ctx.input_shape, dtype=grad.dtype)
         if ctx.advanced:
@@ -100,13 +101,13 @@ class GetItem(Function):
 
 class Concat(Function):
     @staticmethod
-    def forward(ctx: Context, *arrays: Any, axis: int = 0) -> Any:
+    def forward(ctx: Context, *arrays: Array, axis: int = 0) -> Array:
         ctx.axis = axis
         ctx.sizes = [a.shape[axis] for a in arrays]
         return array_module(arrays[0]).concatenate(arrays, axis=axis)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         pieces, start = [], 0
         for size in ctx.sizes:
             index = (slice(None),) * ctx.axis + (slice(start, start + size),)
@@ -119,13 +120,13 @@ class Where(Function):
     """``condition ? a : b``; each branch gets the gradient where it was chosen."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any, condition: Any) -> Any:
+    def forward(ctx: Context, a: Array, b: Array, condition: Array) -> Array:
         ctx.condition = condition
         ctx.shapes = (a.shape, b.shape)
         return array_module(a).where(condition, a, b)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         xp = array_module(grad)
         shape_a, shape_b = ctx.shapes
         grad_a = grad_b = None
@@ -142,7 +143,7 @@ class MaskedFill(Function):
     op_name = "masked_fill"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, mask: Any, value: float) -> Any:
+    def forward(ctx: Context, a: Array, mask: Array, value: float) -> Array:
         xp = array_module(a)
         if xp.broadcast_shapes(mask.shape, a.shape) != a.shape:
             raise ValueError(f"masked_fill: mask of shape {mask.shape} would enlarge the "
@@ -151,7 +152,7 @@ class MaskedFill(Function):
         return xp.where(mask, xp.asarray(value, dtype=a.dtype), a)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return array_module(grad).where(ctx.mask, 0, grad)
 
 
@@ -164,7 +165,7 @@ class IndexPut(Function):
     op_name = "index_put"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, value: Any, index: Any) -> Any:
+    def forward(ctx: Context, a: Array, value: Array, index: Any) -> Array:
         out = a.copy()
         try:
             out[index] = value
@@ -179,7 +180,7 @@ class IndexPut(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         grad_a = grad_value = None
         if ctx.needs_input_grad[0]:
             grad_a = grad.copy()
@@ -189,7 +190,7 @@ class IndexPut(Function):
         return grad_a, grad_value
 
 
-def _unbroadcast_to(grad: Any, shape: tuple[int, ...]) -> Any:
+def _unbroadcast_to(grad: Array, shape: tuple[int, ...]) -> Array:
     """``unbroadcast``, also where the value had more leading size-1 dims than the entries it
     was written to (``x[0] = v`` with ``v`` of shape (1, 3) into a row of 3)."""
     extra = len(shape) - grad.ndim
@@ -203,7 +204,7 @@ class Gather(Function):
     backward adds each entry's gradient to the entry it was picked from."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, dim: int, index: Any) -> Any:
+    def forward(ctx: Context, a: Array, dim: int, index: Any) -> Array:
         xp = array_module(a)
         # index may be smaller than a off dim: gather from the matching corner of a
         corner = tuple(slice(0, n) if d != dim else slice(None) for d, n in
@@ -212,7 +213,7 @@ class Gather(Function):
         return xp.take_along_axis(a[corner], index, axis=dim)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         xp = array_module(grad)
         full = xp.zeros(ctx.input_shape, dtype=grad.dtype)
         grid = list(xp.indices(ctx.index.shape, sparse=True))
@@ -225,9 +226,9 @@ class Clone(Function):
     """A copy in memory of its own; the gradient passes through unchanged."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any) -> Any:
+    def forward(ctx: Context, a: Array) -> Array:
         return a.copy()
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         return grad

@@ -6,20 +6,21 @@ Both subtract the row maximum first, so logits of ±1e4 neither overflow nor los
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
 from tensorlib.ops.function import Function
+from tensorlib.typing import Array
 
 
-def causal_forbidden(xp: Any, queries: int, keys: int, offset: int = 0) -> Any:
+def causal_forbidden(xp: ModuleType, queries: int, keys: int, offset: int = 0) -> Array:
     """The ``(T, offset + T)`` boolean mask of causal attention: True where key ``j`` lies
     after query ``i``'s position ``offset + i``, so the query may not see it."""
     return xp.triu(xp.ones((queries, keys), dtype=bool), k=offset + 1)
 
 
-def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) -> Any:
+def softmax(scores: Array, axis: int = -1, causal: bool = False, offset: int = 0) -> Array:
     """p = exp(s - max) / Σ exp(s - max) along ``axis``.
 
     With ``causal`` (``axis`` then is the last one) the scores of the last two axes,
@@ -30,14 +31,15 @@ def softmax(scores: Any, axis: int = -1, causal: bool = False, offset: int = 0) 
     if scores.size == 0:
         return xp.zeros_like(scores)  # nothing to normalize
     if causal:
-        forbidden = causal_forbidden(xp, *scores.shape[-2:], offset)
+        queries, keys = scores.shape[-2:]
+        forbidden = causal_forbidden(xp, queries, keys, offset)
         scores = xp.where(forbidden, scores.dtype.type(-xp.inf), scores)
     shifted = scores - scores.max(axis=axis, keepdims=True)
     exps = xp.exp(shifted)
     return exps / exps.sum(axis=axis, keepdims=True)
 
 
-def log_softmax(a: Any, axis: int = -1) -> Any:
+def log_softmax(a: Array, axis: int = -1) -> Array:
     """log p = (a - max) - log Σ exp(a - max) along ``axis``."""
     xp = array_module(a)
     if a.size == 0:
@@ -46,7 +48,7 @@ def log_softmax(a: Any, axis: int = -1) -> Any:
     return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
 
-def softmax_vjp(probabilities: Any, grad: Any, axis: int) -> Any:
+def softmax_vjp(probabilities: Array, grad: Array, axis: int) -> Array:
     """The vector-Jacobian product of softmax along ``axis``: p ⊙ (g - Σ g ⊙ p)."""
     weighted = grad * probabilities
     return weighted - probabilities * weighted.sum(axis=axis, keepdims=True)
@@ -59,8 +61,8 @@ class Softmax(Function):
     ``ctx.function`` (this op, or the kernel registered in its place)."""
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: int = -1, causal: bool = False, offset: int = 0,
-                scale: float = 1.0) -> Any:
+    def forward(ctx: Context, a: Array, axis: int = -1, causal: bool = False, offset: int = 0,
+                scale: float = 1.0) -> Array:
         if causal:
             ctx.name = "causal_softmax"
         scaled = a * a.dtype.type(scale) if causal or scale != 1.0 else a  # causal: fresh
@@ -71,13 +73,13 @@ class Softmax(Function):
         return probabilities
 
     @staticmethod
-    def causal_softmax(scores: Any, offset: int) -> Any:
+    def causal_softmax(scores: Array, offset: int) -> Array:
         """The causal softmax of fresh ``scores (..., T, offset + T)``, which it may
         overwrite."""
         return softmax(scores, causal=True, offset=offset)
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (probabilities,) = ctx.saved_tensors
         result = softmax_vjp(probabilities, grad, ctx.axis)
         return result if ctx.scale == 1.0 else result * result.dtype.type(ctx.scale)
@@ -89,14 +91,14 @@ class LogSoftmax(Function):
     op_name = "log_softmax"
 
     @staticmethod
-    def forward(ctx: Context, a: Any, axis: int = -1) -> Any:
+    def forward(ctx: Context, a: Array, axis: int = -1) -> Array:
         out = log_softmax(a, axis)
         ctx.save_for_backward(out)
         ctx.axis = axis
         return out
 
     @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
+    def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
         xp = array_module(out)
         return grad - xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True)

@@ -16,6 +16,7 @@ from tensorlib import kernel_table, validation
 from tensorlib.backend import array_module, writable
 from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
 from tensorlib.tensor import Tensor
+from tensorlib.typing import Array
 
 ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
 
@@ -121,12 +122,12 @@ def staged_array(name: str, value: Any, parameter: Parameter) -> np.ndarray:
     return array
 
 
-def gradient_array(parameter: Parameter, label: str) -> Any:
+def gradient_array(parameter: Parameter, label: str) -> Array:
     """``parameter.grad`` as an array, checked to have the parameter's shape.
 
     ``label`` names the parameter in the error (e.g. ``"parameter 2 ('fc.weight', ...)"``).
     """
-    grad = parameter.grad
+    grad: Any = parameter.grad
     if isinstance(grad, Tensor):
         grad = grad._data
     if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
@@ -441,7 +442,8 @@ def weight_decay_groups(module: Module, weight_decay: float) -> list[dict[str, A
     """
     check_module(module, "weight_decay_groups' module")
     weight_decay = validation.real(weight_decay, "weight_decay", low=0.0)
-    decayed, plain = [], []
+    decayed: list[Parameter] = []
+    plain: list[Parameter] = []
     for name, parameter in module.named_parameters(include_frozen=False):
         is_matrix = parameter.ndim >= 2 and not name.rsplit(".", 1)[-1].endswith("bias")
         (decayed if is_matrix else plain).append(parameter)

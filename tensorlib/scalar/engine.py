@@ -165,7 +165,7 @@ class Value:
     def __radd__(self, other: float) -> Value:
         return self + other
 
-    def __rsub__(self, other: float) -> Value:
+    def __rsub__(self, other: Value | float) -> Value:
         other = _as_value(other)
         if other is NotImplemented:
             return NotImplemented
@@ -174,7 +174,7 @@ class Value:
     def __rmul__(self, other: float) -> Value:
         return self * other
 
-    def __rtruediv__(self, other: float) -> Value:
+    def __rtruediv__(self, other: Value | float) -> Value:
         other = _as_value(other)
         if other is NotImplemented:
             return NotImplemented
@@ -306,5 +306,5 @@ def _as_value(other: object) -> Value | NotImplementedType:
     if isinstance(other, Value):
         return other
     if type(other) is float or type(other) is int or isinstance(other, Real):
-        return Value(other)
+        return Value(float(other))
     return NotImplemented

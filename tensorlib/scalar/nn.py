@@ -37,7 +37,7 @@ def _check_count(name: str, count: object) -> int:
 
 def _as_inputs(inputs: Value | float | Sequence[Value | float], expected: int) -> list[Value]:
     """Inputs as a list of Values of the expected length (a lone scalar counts as one)."""
-    if isinstance(inputs, (Value, Real)):
+    if isinstance(inputs, (Value, float, Real)):
         inputs = [inputs]
     values = [x if isinstance(x, Value) else Value(x) for x in inputs]
     if len(values) != expected:

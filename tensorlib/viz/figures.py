@@ -63,10 +63,10 @@ def figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figu
         return figure, figure.add_subplot()
     if not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
-    figure = ax.figure
-    while not isinstance(figure, Figure):  # a SubFigure: climb to the figure that holds it
-        figure = figure.figure
-    return figure, ax
+    holder = ax.figure
+    while not isinstance(holder, Figure):  # a SubFigure: climb to the figure that holds it
+        holder = holder.figure
+    return holder, ax
 
 
 def finish_axes(axes: Axes, xlabel: str, ylabel: str, title: str | None,

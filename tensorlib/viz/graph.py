@@ -303,7 +303,7 @@ def _format_array(array: np.ndarray, precision: int) -> str:
     return "[" + ", ".join(_format_number(v, precision) for v in flat) + "]"
 
 
-def _hidden_note(counts: Counter[str], what: str, max_nodes: int) -> str:
+def _hidden_note(counts: Counter[str], what: str, max_nodes: int | None) -> str:
     """What a note for the undrawn part of a graph says: how many, of which ops, and how to
     draw them all."""
     total = sum(counts.values())

@@ -148,6 +148,7 @@ def plot_filters(weight: Any, columns: int = 8, title: str | None = None,
                 axes.set_ylabel(f"filter {out}", fontsize=8)
             if out == 0:
                 axes.set_title(f"in {channel}", fontsize=8)
+    assert image is not None  # there is at least one panel
     figure.colorbar(image, ax=list(panels), shrink=0.8, label="weight")
     if title:
         figure.suptitle(title)

@@ -155,7 +155,7 @@ def plot_functions(x: Any, curves: dict[str, Any], title: str | None = None,
 
 def plot_trajectories(function: Callable[[np.ndarray, np.ndarray], np.ndarray],
                       trajectories: dict[str, Any], xlim: tuple[float, float],
-                      ylim: tuple[float, float], levels: int | Sequence[float] = 20,
+                      ylim: tuple[float, float], levels: int | Sequence[float] | np.ndarray = 20,
                       log_levels: bool = True, resolution: int = 200,
                       title: str | None = None, ax: Axes | None = None) -> Figure:
     """Optimizer paths over the contours of a 2-D function.
@@ -396,6 +396,7 @@ def plot_attention(probabilities: Any, tokens: Sequence[str] | None = None,
             axes.set_ylabel("query")
         if index >= len(chosen) - ncols:
             axes.set_xlabel("key")
+    assert image is not None  # chosen is not empty
     figure.colorbar(image, ax=used, shrink=0.8, label="probability")
     if any_masked:
         from matplotlib.patches import Patch

@@ -139,15 +139,6 @@ def test_feature_maps_refuse_bad_input():
 
 
 # ------------------------------------------------------------------------ confusion matrix
-def test_confusion_matrix_counts_by_hand():
-    labels = np.array([0, 0, 1, 2, 2, 2])
-    predictions = np.array([0, 1, 1, 2, 0, 2])
-    np.testing.assert_array_equal(confusion_matrix(labels, predictions),
-                                  [[1, 1, 0], [0, 1, 0], [1, 0, 2]])
-    assert confusion_matrix(labels, predictions, classes=4).shape == (4, 4)
-    assert confusion_matrix(Tensor(labels), list(predictions)).dtype == np.int64
-
-
 def test_confusion_matrix_plot_writes_the_counts_and_titles_the_right_answers():
     labels = np.array([0, 0, 1, 2, 2, 2])
     predictions = np.array([0, 1, 1, 2, 0, 2])
@@ -173,13 +164,7 @@ def test_confusion_matrices_side_by_side_share_a_figure():
     assert left.get_title() == "all right" and right.get_title() == "0 of 10 right"
 
 
-def test_confusion_matrix_refuses_bad_input():
-    with pytest.raises(ValueError, match="labels has 3 entries, predictions 2"):
-        confusion_matrix([0, 1, 2], [0, 1])
-    with pytest.raises(ValueError, match="must lie in 0..2; example 1 has label 3"):
-        confusion_matrix([0, 3], [0, 1], classes=3)
-    with pytest.raises(TypeError, match="integer class ids"):
-        confusion_matrix([0.0, 1.0], [0, 1])
+def test_confusion_matrix_plot_refuses_what_is_not_class_ids():
     with pytest.raises(ValueError, match="1-D"):
         plot_confusion_matrix(np.zeros((2, 2), dtype=int), np.zeros((2, 2), dtype=int))
 

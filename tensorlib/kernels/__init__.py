@@ -15,8 +15,8 @@ docstring says what it computes, the plain formula it stands in for, how accurat
 and which section of docs/performance.md holds its measurements.
 
 ``tensorlib.reference_mode()`` switches them all off: the engine then runs on the plain
-paths, with no kernel and no kernel cache (tests/contracts/test_reference_mode.py holds the
-two modes in agreement, tests/engine/test_kernels.py each kernel to its formula).
+paths, with no kernel and no kernel cache (test_reference_mode.py, in tests/contracts, holds
+the two modes in agreement, and tests/engine/test_kernels.py each kernel to its formula).
 
 The kernels: sums along rows and columns (``row_sums``, ``blas_row_sum``,
 ``blas_column_sum``, in ``tensorlib.kernels.reductions``), and fast paths for a whole

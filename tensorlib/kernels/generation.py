@@ -92,8 +92,8 @@ def decoder_step(model: DecoderArrays, ids: Array, start: int, caches: Sequence[
     same layout (the fused (3C, C) Q/K/V weight, made once per ``generate`` call by
     ``decoder_arrays``; the strided head views; the CausalAttention kernel's steps),
     with nothing in between: no Tensor, no module call, no graph node, no check.
-    Accuracy: bit for bit the module path's logits (tests/engine/test_generation_fast_path.py
-    checks equality of logits and of sampled tokens, float32 and float64).
+    Accuracy: bit for bit the module path's logits (test_generation_fast_path.py, in
+    tests/engine, checks equality of logits and of sampled tokens, float32 and float64).
     Why: through the modules, a cached step of case (d)'s decoder makes about a hundred op
     calls and fifty module calls per token, half of its time.
     Measured: docs/performance.md, "Generation without the graph".

@@ -356,7 +356,7 @@ class _Gradients:
         reference = node.retained_output
         retained = None if reference is None else reference()
         if retained is not None:
-            self.retained.append((retained, np.array(grad, copy=True)))
+            self.retained.append((retained, grad.copy()))  # on the device grad lives on
 
     def commit(self) -> None:
         """Add each retained non-leaf's gradient and every leaf's gradient to its ``.grad``

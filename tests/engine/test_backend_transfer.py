@@ -354,3 +354,15 @@ def test_tensor_to_copies_detached_or_returns_self(fake):
     assert type(back.numpy()) is np.ndarray and back.tolist() == [2.0, 4.0]
     with pytest.raises(ValueError, match="unknown device"):
         x.to("gpu")
+
+
+def test_a_retained_gradient_stays_on_the_device(fake):
+    """``retain_grad`` keeps a copy of a non-leaf's gradient made by the array's own module
+    (numpy's ``np.array`` would turn a device array into a host one, or refuse CuPy's)."""
+    x = tl.tensor([1.0, 2.0, 3.0]).to("fakegpu").requires_grad_()
+    hidden = x * 2.0
+    hidden.retain_grad()
+    (hidden * hidden).sum().backward()
+    assert type(hidden.grad.numpy()) is FakeDeviceArray and hidden.grad.device == "fakegpu"
+    np.testing.assert_array_equal(np.asarray(hidden.grad.numpy()), [4.0, 8.0, 12.0])
+    assert type(x.grad.numpy()) is FakeDeviceArray

@@ -336,7 +336,7 @@ class Pad(Function):
                 source = _source_indices(xp, x.shape[axis], before, after, mode)
                 ctx.sources[axis] = source
                 out = xp.take(out, source, axis=axis)
-        return out
+        return x.copy() if out is x else out  # nothing to add: still a new array, as torch
 
     @staticmethod
     def backward(ctx: Context, grad: Array) -> Array:

@@ -292,3 +292,16 @@ def test_products_of_inf_and_zero_are_nan_without_a_warning():
         assert np.isnan(linear.numpy()).all()
         conv = F.conv1d(tl.tensor([[[0.0, 1.0]]]), tl.tensor([[[np.inf, 1.0]]]))
         assert np.isnan(conv.numpy()).all()
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_padding_by_zero_widths_gives_a_new_tensor_that_later_changes_do_not_reach(mode):
+    """Found at FUZZ_SCALE=10 (seed 462087): F.pad with nothing to add returned its input's
+    own array for the copying modes, so zeroing the input later zeroed the padded result.
+    PyTorch's pad always returns a new tensor."""
+    x = tl.tensor([[[1.0, 2.0, 3.0]]])
+    padded = F.pad(x, (0, 0), mode=mode)
+    assert not np.shares_memory(padded.numpy(), x.numpy())
+    with tl.no_grad():
+        x.zero_()
+    assert padded.tolist() == [[[1.0, 2.0, 3.0]]]

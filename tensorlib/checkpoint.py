@@ -493,7 +493,7 @@ def _match_parameters(contents: _Contents, live: dict[str, Parameter],
     same names, the same shapes), or CheckpointError listing every problem."""
     stored = {entry.name: entry.values.reshape(entry.shape) for entry in contents.parameters}
     try:
-        staged, _ = stage_by_name(dict(live), stored, True, f"checkpoint does not fit {owner}",
+        staged, _ = stage_by_name(live, stored, True, f"checkpoint does not fit {owner}",
                                   source="the file")
     except StateDictError as error:
         raise CheckpointError(str(error)) from None

@@ -17,14 +17,11 @@ from tensorlib.signals import as_array
 __all__ = ["class_ids", "class_names", "confusion_matrix"]
 
 
-def class_names(labels: np.ndarray, predictions: np.ndarray,
-                classes: int | Sequence[Any] | None) -> list[str]:
+def class_names(classes: int | Sequence[Any] | None, largest_id: int) -> list[str]:
     """The names of the K classes: ``classes`` as strings if it is a sequence of names,
-    ``"0" .. "K-1"`` if it is a count K, or up to the largest id in ``labels`` and
-    ``predictions`` when it is None."""
+    ``"0" .. "K-1"`` if it is a count K, or ``"0" .. str(largest_id)`` when it is None."""
     if classes is None:
-        count = int(max(labels.max(initial=-1), predictions.max(initial=-1))) + 1
-        return [str(c) for c in range(count)]
+        return [str(c) for c in range(largest_id + 1)]
     if isinstance(classes, (bool, str, bytes)):
         raise TypeError("classes must be a count or a sequence of class names, got "
                         f"{type(classes).__name__} {classes!r}")
@@ -57,7 +54,8 @@ def confusion_matrix(labels: Any, predictions: Any,
     guess = class_ids(predictions, "predictions")
     if truth.shape != guess.shape:
         raise ValueError(f"labels has {truth.size} entries, predictions {guess.size}")
-    count = len(class_names(truth, guess, classes))
+    largest = int(max(truth.max(initial=-1), guess.max(initial=-1)))
+    count = len(class_names(classes, largest))
     outside = (truth < 0) | (truth >= count) | (guess < 0) | (guess >= count)
     if outside.any():
         index = int(np.argmax(outside))

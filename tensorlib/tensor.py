@@ -469,8 +469,9 @@ class Tensor:
                                "use `with tensorlib.no_grad():`")
         view_of = self._view_of
         base = view_of[0]() if view_of is not None else None
-        if view_of is not None and base is not None:  # x[i] changed: change x, of which
-            new_value = compute(self._old_value())  # this is again the view x[i]
+        if view_of is not None and base is not None:
+            # x[i] changed: change x, of which this is again the view x[i]
+            new_value = compute(self._old_value())
             self._check_result(new_value, what)
             base._set(view_of[1], new_value, what, exclude=self)
             self.grad_fn = base[view_of[1]].grad_fn

@@ -18,7 +18,7 @@ from tensorlib.validation import is_floating
 __all__ = ["adamw_step"]
 
 # Per optimizer: the flat buffers (moments, staged new moments, gradients, values, scratch) and
-# the views into them. Kept here, not on the optimizer, so first mode never sees them.
+# the views into them. Kept here, not on the optimizer, so reference mode never sees them.
 _BUFFERS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 # Entries per cache block: the update's 15 passes over 32K entries of its seven buffers
 # (900 KB) find them in the CPU's cache after the first (on the CPU; a GPU takes the

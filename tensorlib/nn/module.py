@@ -14,7 +14,7 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -589,7 +589,7 @@ def check_module(value: Any, what: str) -> Module:
     return value
 
 
-def load_by_name(own: dict[str, Tensor], state: Any, strict: bool,
+def load_by_name(own: Mapping[str, Tensor], state: Any, strict: bool,
                  failure: str) -> IncompatibleKeys:
     """Copy ``state``'s values into the tensors ``own`` by name, all or nothing
     (:func:`stage_by_name`, then :func:`copy_staged`). What ``load_state_dict``
@@ -607,7 +607,7 @@ def copy_staged(staged: list[tuple[Tensor, np.ndarray]]) -> None:
             target.copy_(array)
 
 
-def stage_by_name(own: dict[str, Tensor], state: Any, strict: bool, failure: str,
+def stage_by_name(own: Mapping[str, Tensor], state: Any, strict: bool, failure: str,
                   source: str = "the state"
                   ) -> tuple[list[tuple[Tensor, np.ndarray]], IncompatibleKeys]:
     """Check ``state`` (arrays or Tensors by name) against the tensors ``own`` and return

@@ -92,6 +92,7 @@ def register_kernel(op: type[Function], kernel: type[Function]) -> None:
     :mod:`tensorlib.kernel_table`): a subclass of ``op`` whose ``forward`` and ``backward``
     compute what the op's do, faster. If the kernel has a static method
     ``applies(*arrays, **params)``, it stands in only for the calls where that is True."""
+    # The op's own check (a Function subclass) is the table's; the kernel's is this layer's.
     if isinstance(op, type) and issubclass(op, Function) and not (
             isinstance(kernel, type) and issubclass(kernel, op) and kernel is not op):
         raise TypeError(f"register_kernel: the kernel for {op.__name__} must be a subclass "

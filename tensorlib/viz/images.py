@@ -26,7 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tensorlib import validation
-from tensorlib.metrics import class_ids, class_names, confusion_matrix
+from tensorlib.metrics import class_names, confusion_matrix
 from tensorlib.signals import as_array
 from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
@@ -209,8 +209,7 @@ def plot_confusion_matrix(labels: Any, predictions: Any,
     one, each cell's count written in it (0 left blank), the diagonal (right answers) and the
     rest on one colour scale. The title, unless given, counts the right answers."""
     counts = confusion_matrix(labels, predictions, classes)
-    names = class_names(class_ids(labels, "labels"), class_ids(predictions, "predictions"),
-                        classes)
+    names = class_names(classes, len(counts) - 1)
     figure, axes = figure_and_axes(ax, (4.6, 4.0))
     image = axes.imshow(counts, cmap=cmap, vmin=0, vmax=max(int(counts.max()), 1),
                         interpolation="nearest")

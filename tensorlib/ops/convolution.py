@@ -28,6 +28,7 @@ from typing import Any
 
 from tensorlib.autograd import Context
 from tensorlib.backend import array_module
+from tensorlib.ops.elementwise import gated
 from tensorlib.ops.function import Function
 from tensorlib.ops.matmul import quiet_products
 from tensorlib.typing import Array
@@ -218,10 +219,11 @@ class MaxPool(Function):
                                                                   strict=True))
         for index, offset in enumerate(_offsets(kernel)):
             target = dpadded[window_slice(offset, positions, stride, dilation)]  # (N, C, *P)
+            chosen = gated(grad, ctx.chosen == index)  # 0 where not chosen, even from a NaN
             if overlapping:  # an entry may be the maximum of several windows: add
-                target += grad * (ctx.chosen == index)
+                target += chosen
             else:            # each entry is in one window at most: write
-                xp.multiply(grad, ctx.chosen == index, out=target)
+                target[...] = chosen
         return dpadded[_interior(x_shape[2:], padding)]
 
 

@@ -110,7 +110,22 @@ class Sigmoid(Function):
         return grad * out * (1.0 - out)
 
 
+def gated(grad: Array, passes: Array) -> Array:
+    """``grad`` where ``passes`` is True and 0 where it is False, whatever ``grad`` holds
+    there (a NaN or an infinity too: PyTorch's backward of relu, hardtanh and max pooling
+    selects, it does not multiply by a slope of 0). Computed as ``grad · passes`` when every
+    gradient is finite, the common case and the fast one; as a selection otherwise."""
+    xp = array_module(grad)
+    if xp.isfinite(grad).all():
+        return grad * passes
+    return xp.where(passes, grad, 0)
+
+
 class Relu(Function):
+    """max(x, 0); its gradient is 0 where the output is <= 0, whatever arrives there (a NaN
+    or infinite upstream gradient included), and passes where it is positive or NaN, as
+    PyTorch's threshold_backward."""
+
     @staticmethod
     def forward(ctx: Context, a: Array) -> Array:
         out = array_module(a).maximum(a, 0)
@@ -120,7 +135,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx: Context, grad: Array) -> Array:
         (out,) = ctx.saved_tensors
-        return grad * (out > 0)
+        return gated(grad, ~(out <= 0))
 
 
 class LeakyRelu(Function):
@@ -184,7 +199,8 @@ class Silu(Function):
 
 class Relu6(Function):
     """min(max(x, 0), 6); slope 0 where x <= 0 or x >= 6 (at the joints too), 1 elsewhere,
-    NaN included, as PyTorch's hardtanh."""
+    NaN included, as PyTorch's hardtanh; where it is 0 the gradient is 0, whatever arrives
+    (a NaN upstream gradient included)."""
 
     @staticmethod
     def forward(ctx: Context, a: Array) -> Array:
@@ -194,12 +210,13 @@ class Relu6(Function):
     @staticmethod
     def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
-        return grad * ~((a <= 0) | (a >= 6))
+        return gated(grad, ~((a <= 0) | (a >= 6)))
 
 
 class Hardswish(Function):
     """x · relu6(x + 3) / 6: 0 below -3, x above 3, x(x + 3)/6 between. Slope: 0 up to -3,
-    x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch's values at the two joints)."""
+    x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch's values at the two joints);
+    where it is 0 the gradient is 0, whatever arrives (a NaN upstream gradient included)."""
 
     @staticmethod
     def forward(ctx: Context, a: Array) -> Array:
@@ -210,8 +227,8 @@ class Hardswish(Function):
     def backward(ctx: Context, grad: Array) -> Array:
         (a,) = ctx.saved_tensors
         xp = array_module(a)
-        slope = xp.where(a <= -3, 0, xp.where(a < 3, a / 3 + 0.5, 1)).astype(a.dtype)
-        return grad * slope
+        slope = xp.where(a < 3, a / 3 + 0.5, 1).astype(a.dtype)
+        return gated(grad, ~(a <= -3)) * slope
 
 
 class Mish(Function):

@@ -305,3 +305,32 @@ def test_padding_by_zero_widths_gives_a_new_tensor_that_later_changes_do_not_rea
     with tl.no_grad():
         x.zero_()
     assert padded.tolist() == [[[1.0, 2.0, 3.0]]]
+
+
+@pytest.mark.parametrize("activation", [F.relu, F.relu6, F.hardswish])
+def test_a_nan_gradient_does_not_cross_a_flat_activation(activation):
+    """Found at FUZZ_SCALE=25 (seed 5642): the std of one entry is NaN, and its NaN gradient
+    went back through relu6 where the slope is 0 as NaN (NaN · 0). PyTorch's backward of
+    relu, relu6 (hardtanh) and hardswish selects instead of multiplying: 0 where the slope
+    is 0, whatever arrives there."""
+    x = tl.tensor([-4.0, 1.0], dtype=np.float64, requires_grad=True)
+    activation(x).backward(tl.tensor([np.nan, 1.0], dtype=np.float64))
+    assert x.grad.tolist()[0] == 0.0
+    assert not np.isnan(x.grad.tolist()[1])
+
+
+def test_relu_passes_the_gradient_of_a_nan_input():
+    """PyTorch's relu gives a NaN output the upstream gradient (its mask is output <= 0)."""
+    x = tl.tensor([np.nan, -1.0, 2.0], dtype=np.float64, requires_grad=True)
+    F.relu(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("stride", [1, 2])  # overlapping windows, and windows apart
+def test_max_pooling_gives_a_nan_gradient_to_the_chosen_entries_only(stride):
+    x = tl.tensor(np.arange(8.0).reshape(1, 1, 8), requires_grad=True)
+    pooled = F.max_pool1d(x, 2, stride=stride)
+    pooled.backward(tl.tensor(np.full(pooled.shape, np.nan)))
+    chosen = np.isnan(x.grad.numpy())[0, 0]
+    assert chosen.tolist() == [False, True] * 4 if stride == 2 else [False] + [True] * 7
+    assert (x.grad.numpy()[0, 0][~chosen] == 0.0).all()

@@ -6,9 +6,12 @@ it as the source of an assignment):
 
 * a solution cell (``nbgrader.solution``) marks the answer with ``### BEGIN SOLUTION`` and
   ``### END SOLUTION``;
-* a check cell (``nbgrader.grade``, one point) runs a :class:`tensorlib.exercises.Checker`
-  named ``checker`` and ends with ``passed = checker.report()``; its grading line, ``assert
-  passed``, sits between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``.
+* a check cell (``nbgrader.grade``, one point) is one call of a check function of the
+  package (``tensorlib.checks.<topic>``, see ``tensorlib.checks.registry``): a core piece's
+  ``loops_in_use = check_conv1d_loops(conv1d_loops)``, an exercise's
+  ``check_diagonal_stride(diagonal_stride)``; its grading line, ``assert
+  check_conv1d_loops.passed``, sits between ``### BEGIN HIDDEN TESTS`` and
+  ``### END HIDDEN TESTS``.
 
 ``notebooks/NN_topic.ipynb``, the learner's notebook, is the student version nbgrader would
 make of it: every solution replaced by ``# YOUR CODE HERE`` and ``raise NotImplementedError()``,
@@ -70,13 +73,18 @@ def solution_cell(grade_id: str, source: str) -> nbformat.NotebookNode:
                                      metadata=_nbgrader(grade_id, solution=True, locked=False))
 
 
+CHECK_CALL = re.compile(r"^(?:(\w+) = )?(check_\w+)\(.*\)$", re.DOTALL)
+
+
 def check_cell(grade_id: str, source: str) -> nbformat.NotebookNode:
-    """A graded, read-only check cell: a ``Checker`` named ``checker``, ``passed =
-    checker.report()`` and the hidden ``assert passed``."""
-    if "checker = Checker(" not in source or "passed = checker.report()" not in source:
-        raise ValueError(f"check cell {grade_id} must make `checker = Checker(...)` and end "
-                         "with `passed = checker.report()`")
-    source = source.strip("\n") + "\n### BEGIN HIDDEN TESTS\nassert passed\n### END HIDDEN TESTS"
+    """A graded, read-only check cell: one call of a check function (its result bound to a
+    name for a core piece), and the hidden ``assert check_<name>.passed``."""
+    call = CHECK_CALL.match(source.strip())
+    if call is None or "\n" in source.strip():
+        raise ValueError(f"check cell {grade_id} must be one line calling a check function: "
+                         "`check_name(piece)` or `in_use = check_name(piece)`")
+    source = (source.strip("\n") + f"\n### BEGIN HIDDEN TESTS\nassert {call.group(2)}.passed\n"
+              "### END HIDDEN TESTS")
     return nbformat.v4.new_code_cell(source, metadata=_nbgrader(grade_id, grade=True))
 
 

@@ -17,7 +17,7 @@ prints sampled names. ``sample-names`` loads such a run and prints new names. ``
 trains notebook 15's ladder of seven surname models under one budget (``tensorlib.ladder``),
 prints their table and writes it as ``ladder.json``. ``progress`` prints, notebook by
 notebook and in the order of their cells, which core pieces and exercises are done, as their
-check cells last recorded (``tensorlib.exercises``), and the whole workbook's count. Bad
+check cells last recorded (``tensorlib.checks.progress``), and the whole workbook's count. Bad
 options and unreadable files print one ``error:`` line and exit with status 2.
 
 This module parses the options and prints; the library modules named above compute.
@@ -34,7 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tensorlib import checkpoint, exercises
+from tensorlib import checkpoint
+from tensorlib.checks import progress as workbook
 from tensorlib.data import NAME_KINDS, names
 from tensorlib.ladder import RUNGS, Budget, RungResult, ladder_table, run_ladder, save_ladder
 from tensorlib.memory import keep_freed_memory
@@ -383,7 +384,7 @@ def progress_command(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise CommandError(f"{folder} is not a folder")
     try:
-        notebooks = exercises.workbook_progress(folder)
+        notebooks = workbook.workbook_progress(folder)
     except ValueError as error:
         raise CommandError(str(error)) from None
     print(f"progress in {folder}/ (as each check cell last reported):")
@@ -391,11 +392,11 @@ def progress_command(args: argparse.Namespace) -> int:
         if not progress.readable:
             print(f"{progress.notebook}: its progress file is unreadable (run its check cells "
                   "again)")
-        print(f"{progress.notebook}: {_said(exercises.done_counts(progress.checks))}")
+        print(f"{progress.notebook}: {_said(workbook.done_counts(progress.checks))}")
         for name, kind, status in progress.checks:
             print(f"    {status:13s} {kind:9s} {name}")
     every_check = [check for progress in notebooks for check in progress.checks]
-    print(f"the workbook: {_said(exercises.done_counts(every_check))}")
+    print(f"the workbook: {_said(workbook.done_counts(every_check))}")
     return 0
 
 

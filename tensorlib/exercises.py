@@ -47,12 +47,12 @@ fix whose cell failed) says "not done yet" and records nothing, so no verdict on
 package's code is taken for the learner's. After :func:`record_progress`, every report is
 also written to ``.progress/<notebook>.json`` beside the notebook, and
 ``python -m tensorlib progress`` lists every check of the workbook, notebook by notebook in
-the order of their cells (:func:`checks_in`), with what each last reported and the total.
+the order of their cells (:mod:`tensorlib.checks.progress`), with what each last reported
+and the total.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import dis
 import json
@@ -63,19 +63,26 @@ import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from tensorlib.checks import history
+from tensorlib.checks.differences import (
+    as_array,
+    clipped,
+    difference,
+    likely_error,
+    likely_mistake,
+    named_mistake,
+    shown,
+)
 from tensorlib.files import write_text_atomic
 from tensorlib.nn.module import Module
 from tensorlib.tensor import Tensor
-from tensorlib.validation import is_floating
 
-__all__ = ["Checker", "NotebookProgress", "record_progress", "read_progress", "checks_in",
-           "done_counts", "workbook_progress", "PROGRESS_FOLDER"]
+__all__ = ["Checker", "record_progress", "read_progress", "PROGRESS_FOLDER"]
 
 PROGRESS_FOLDER = ".progress"  # beside the notebooks; hidden in JupyterLab's file browser
 Piece = TypeVar("Piece")
@@ -88,11 +95,6 @@ _PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))
 _HANDED_OUT: list[tuple[Any, str, str]] = []
 
 
-def _array(value: Any) -> np.ndarray:
-    """A Tensor's array, or ``value`` as an array (an ndarray's ``.data`` is its raw buffer)."""
-    return np.asarray(value._data if isinstance(value, Tensor) else value)
-
-
 class _Mismatch(Exception):
     """A checked value differs from the expected one (stops the case); ``likely`` names the
     mistake that gives what was received, when it is known."""
@@ -100,117 +102,6 @@ class _Mismatch(Exception):
     def __init__(self, message: str, likely: str | None = None) -> None:
         super().__init__(message)
         self.likely = likely
-
-
-def _clipped(text: str, width: int = 160) -> str:
-    """``text`` on one line, cut to ``width`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
-def _shown(value: Any) -> str:
-    """A short, deterministic rendering of a value for a report."""
-    if isinstance(value, (np.ndarray, Tensor)):
-        array = _array(value)
-        with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=2):
-            text = np.array2string(array, separator=", ")
-        return f"array of shape {array.shape}: {_clipped(text, 100)}"
-    return _clipped(repr(value), 120)
-
-
-def _number(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
-
-
-def _difference(what: str, received: Any, expected: Any, rtol: float, atol: float) -> str:
-    """What differs between two arrays, in at most four lines: the shapes when they differ;
-    else how many entries differ and the first, a few entries there, the largest difference
-    (or where a nan came), and a plain relation between the two (a sign, a factor, a
-    transpose)."""
-    received, expected = _array(received), _array(expected)
-    if received.shape != expected.shape:
-        line = f"{what}: expected shape {expected.shape}, received shape {received.shape}"
-        if received.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
-            line += " (the last two axes swapped)"
-        return line
-    originals = expected, received
-    if received.dtype.kind not in "biuf" or expected.dtype.kind not in "biuf":
-        wrong = received != expected
-    else:
-        received, expected = received.astype(np.float64), expected.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            wrong = ~np.isclose(received, expected, rtol=rtol, atol=atol)
-    if received.ndim == 0:
-        return f"{what}: expected {_number(expected[()])}, received {_number(received[()])}"
-    first = tuple(int(i) for i in np.argwhere(wrong)[0])
-    lines = [f"{what} (shape {expected.shape}): {int(wrong.sum())} of {wrong.size} entries "
-             f"differ; the first at {list(first)}: expected {_number(expected[first])}, "
-             f"received {_number(received[first])}"]
-    if expected.size > 1:  # a few entries along the last axis, where the first difference is
-        row, start = first[:-1], max(0, min(first[-1] - 2, expected.shape[-1] - 6))
-        with np.printoptions(precision=4, suppress=True):
-            shown = [np.array2string(array[row][start:start + 6], separator=", ")
-                     for array in originals]
-        lines.append(f"entries {_entries(row, start, expected.shape[-1])}: expected "
-                     f"{shown[0]}, received {shown[1]}")
-    if is_floating(received.dtype):
-        gap = np.where(wrong, np.abs(received - expected), 0.0)
-        nans = np.isnan(received) & ~np.isnan(expected)
-        if nans.any():
-            where = tuple(int(i) for i in np.argwhere(nans)[0])
-            count = int(nans.sum())
-            lines.append(f"nan received at {list(where)} ({count} "
-                         f"{'entry' if count == 1 else 'entries'}): a row of -inf before a "
-                         "softmax, or 0/0?")
-        elif np.isfinite(gap).all():
-            largest = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
-            lines.append(f"largest difference {gap[largest]:.3g} at {list(largest)}")
-        relation = _relation(received, expected, rtol, atol)
-        if relation:
-            lines.append(relation)
-    return "\n".join(lines)
-
-
-def _entries(row: tuple[int, ...], start: int, length: int) -> str:
-    """"[2, 0:6]": the index of a run of at most six entries along the last axis."""
-    return "[" + ", ".join([*map(str, row), f"{start}:{min(start + 6, length)}"]) + "]"
-
-
-def _relation(received: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
-    """A plain relation that holds between two float arrays of one shape, or ""."""
-    def near(a: np.ndarray, b: np.ndarray) -> bool:
-        return a.shape == b.shape and bool(np.allclose(a, b, rtol=max(rtol, 1e-6), atol=atol))
-
-    if not np.isfinite(received).all():
-        return ""
-    if near(received, -expected):
-        return "every entry has the opposite sign: a sign (or a subtraction) the wrong way?"
-    if received.ndim >= 2 and near(received, np.swapaxes(expected, -1, -2)):
-        return "it is the expected result with its last two axes swapped: a transpose?"
-    nonzero = np.abs(expected) > 1e-12
-    if nonzero.any() and not (np.abs(received[~nonzero]) > 1e-12).any():
-        ratios = received[nonzero] / expected[nonzero]
-        if np.ptp(ratios) <= 1e-6 * max(1.0, abs(ratios[0])) and abs(ratios[0] - 1) > 1e-6:
-            return f"every entry is {ratios[0]:.6g} times the expected one: a factor missing?"
-    return ""
-
-
-def _named_mistake(received: Any, mistakes: Mapping[str, Any] | None, rtol: float,
-                   atol: float) -> str | None:
-    """The first of ``mistakes`` (what the learner did -> the value it gives, or a function
-    computing it) whose value ``received`` is, or None."""
-    for description, value in (mistakes or {}).items():
-        value = value() if callable(value) else value
-        try:
-            got, wrong = _array(received), _array(value)
-            if got.shape == wrong.shape and (
-                    bool(np.array_equal(got, wrong)) if got.dtype.kind not in "fc"
-                    else bool(np.allclose(got, wrong, rtol=max(rtol, 1e-6), atol=atol,
-                                          equal_nan=True))):
-                return description
-        except (TypeError, ValueError):
-            continue
-    return None
 
 
 def _where(error: BaseException) -> str:
@@ -310,7 +201,7 @@ def _borrowed_names(pieces: Iterable[Any], reads: Iterable[str]) -> list[str]:
                 continue
             found = ("and no cell sets it either (a NameError when it runs)"
                      if name not in namespace else
-                     f"so it gets what a cell above left under that name: {_shown(value)}")
+                     f"so it gets what a cell above left under that name: {shown(value)}")
             lines.append(f"{qualified_name} reads `{name}` without setting it, {found}; "
                          "compute it from the arguments")
     return lines
@@ -340,6 +231,7 @@ class Checker:
         self.exercise = exercise
         self.piece = bool(piece)
         self.results: list[_Result] = []
+        self.stale: list[str] = []  # what history says when the last edit is not what runs
         pieces = yours if isinstance(yours, (tuple, list)) else (yours,)
         # A name that holds the package's piece (handed out by use() after a failed check, or
         # imported) is not the learner's work: the report says so, whatever the cases find.
@@ -347,6 +239,7 @@ class Checker:
                                    if _package_name(piece)), None)
         if self.holds_package:
             return
+        self.stale = history.stale_lines(pieces)
         borrowed = _borrowed_names(pieces, (reads,) if isinstance(reads, str) else reads)
         if borrowed:
             names = " and ".join(getattr(piece, "__name__", "?") for piece in pieces)
@@ -369,79 +262,121 @@ class Checker:
             except UnboundLocalError as error:
                 detail = (f"your code reads a name before it sets it ({error})"
                           f"{_where(error)}")
-                likely = None
+                likely = "a variable used before the line that sets it runs"
             except NameError as error:
                 detail = (f"your code reads `{error.name}`, which it never defines"
                           if error.name else f"your code raised NameError: {error}")
-                detail, likely = detail + _where(error), None
+                detail = detail + _where(error)
+                likely = f"`{error.name}` is never set: a typo, or a name from another cell?" \
+                    if error.name else None
             except Exception as error:  # the learner's code failed: say how, and go on
-                detail = f"your code raised {type(error).__name__}: {_clipped(str(error))}"
-                detail, likely = detail + _where(error), None
+                where = _where(error)
+                if where:
+                    detail = f"your code raised {type(error).__name__}: {clipped(str(error))}"
+                else:  # raised by the check's next step on what the learner's code gave
+                    detail = (f"what your code returned made the check's next step fail: "
+                              f"{type(error).__name__}: {clipped(str(error))}")
+                detail, likely = detail + where, likely_error(error)
             else:
                 self.results.append(_Result(description, "right"))
                 return
         if warned:
             first = warned[0]
             more = f" (and {len(warned) - 1} more warnings)" if len(warned) > 1 else ""
-            detail += f"\nwarned: {first.category.__name__}: {_clipped(str(first.message))}{more}"
+            detail += f"\nwarned: {first.category.__name__}: {clipped(str(first.message))}{more}"
         self.results.append(_Result(description, "wrong", detail, hint, likely))
 
     def equal(self, received: Any, expected: Any, what: str = "the result",
               mistakes: Mapping[str, Any] | None = None) -> None:
         """Stop the case unless ``received == expected`` (arrays: same shape and values).
         ``mistakes``: what a classic mistake gives, ``{"what the learner did": value}``
-        (a value or a function that computes it); the report names the one received."""
+        (a value or a function that computes it); the report names the one received, or
+        else the usual slip a detector finds (:func:`likely_mistake`)."""
         if isinstance(expected, (np.ndarray, Tensor)) or isinstance(received, (np.ndarray, Tensor)):
-            received, expected = _array(received), _array(expected)
+            received, expected = as_array(received), as_array(expected)
             same = np.shape(received) == np.shape(expected) and \
                 bool(np.array_equal(np.asarray(received), np.asarray(expected)))
             if not same:
-                raise _Mismatch(_difference(what, received, expected, 0.0, 0.0),
-                                _named_mistake(received, mistakes, 0.0, 0.0))
+                raise _Mismatch(difference(what, received, expected, 0.0, 0.0),
+                                named_mistake(received, mistakes, 0.0, 0.0)
+                                or likely_mistake(received, expected, 0.0, 0.0))
         elif not received == expected:
-            raise _Mismatch(f"{what}: expected {_shown(expected)}, received {_shown(received)}",
-                            _named_mistake(received, mistakes, 0.0, 0.0))
+            raise _Mismatch(f"{what}: expected {shown(expected)}, received {shown(received)}",
+                            named_mistake(received, mistakes, 0.0, 0.0))
 
     def close(self, received: Any, expected: Any, what: str = "the result",
               rtol: float = 1e-6, atol: float = 1e-8,
               mistakes: Mapping[str, Any] | None = None) -> None:
         """Stop the case unless ``received`` has ``expected``'s shape and is within tolerance.
         ``mistakes`` as for :meth:`equal`."""
-        received_array = _array(received).astype(np.float64)
-        expected_array = _array(expected).astype(np.float64)
+        try:
+            received_array = as_array(received).astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise _Mismatch(f"{what}: expected an array of shape {np.shape(as_array(expected))}, "
+                            f"received {shown(received)}",
+                            "None where an array was expected: a missing return?"
+                            if received is None else None) from error
+        expected_array = as_array(expected).astype(np.float64)
         if received_array.shape == expected_array.shape and np.allclose(
                 received_array, expected_array, rtol=rtol, atol=atol):
             return
-        raise _Mismatch(_difference(what, received_array, expected_array, rtol, atol),
-                        _named_mistake(received_array, mistakes, rtol, atol))
+        raise _Mismatch(difference(what, received_array, expected_array, rtol, atol),
+                        named_mistake(received_array, mistakes, rtol, atol)
+                        or likely_mistake(received_array, expected_array, rtol, atol))
 
-    def true(self, condition: Any, message: str) -> None:
-        """Stop the case, saying ``message``, unless ``condition`` holds."""
+    def shape(self, received: Any, expected: tuple[int, ...], what: str = "the result",
+              mistakes: Mapping[str, Any] | None = None) -> None:
+        """Stop the case unless ``received`` (an array or a Tensor) has the shape ``expected``:
+        a check tests a result's shape before its values, and a forward before a backward.
+        ``mistakes``: what the classic mistakes give (a shape, or an array or a function
+        giving one); the report names the first whose shape was received."""
+        got = tuple(np.shape(as_array(received)))
+        if got == tuple(expected):
+            return
+        named = None
+        for description, value in (mistakes or {}).items():
+            try:
+                value = value() if callable(value) else value
+                shape = tuple(value) if isinstance(value, tuple) else np.shape(as_array(value))
+            except Exception:  # a mistake that cannot be computed for this case
+                continue
+            if tuple(shape) == got:
+                named = description
+                break
+        raise _Mismatch(f"{what}: expected shape {tuple(expected)}, received shape {got}",
+                        named or likely_mistake(np.zeros(got), np.zeros(tuple(expected))))
+
+    def true(self, condition: Any, message: str, likely: str | None = None) -> None:
+        """Stop the case, saying ``message`` (and ``likely``, the mistake it points to),
+        unless ``condition`` holds."""
         if not condition:
-            raise _Mismatch(message)
+            raise _Mismatch(message, likely)
 
     @property
     def passed(self) -> bool:
-        """True when the learner's own code was checked, there is at least one case, and
-        every case is right."""
-        return (not self.holds_package and bool(self.results)
+        """True when the learner's own code, as their cells last wrote it, was checked, there
+        is at least one case, and every case is right."""
+        return (not self.holds_package and not self.stale and bool(self.results)
                 and all(result.outcome == "right" for result in self.results))
 
     @property
     def status(self) -> str:
-        """"done" (every case right), "not started" (every case hit a stub, or the name holds
-        the package's piece) or "started"."""
+        """"done" (every case right), "edit not run" (the learner's last edit of a piece's
+        cell did not run), "not started" (every case hit a stub, or the name holds the
+        package's piece) or "started"."""
         if self.passed:
             return "done"
+        if self.stale:
+            return "edit not run"
         if self.holds_package or all(result.outcome == "not done" for result in self.results):
             return "not started"
         return "started"
 
     def report(self) -> bool:
-        """Print what is right and what is not, at a glance: the likely mistake and the hint
-        of the first wrong case, that case in full, every other one a line (at most
-        :data:`REPORT_LINES` lines). Record it (see :func:`record_progress`) and return
-        :attr:`passed`."""
+        """Print what is right and what is not, at a glance: what ran when it is not the
+        learner's last edit, the likely mistake (or else the hint) of the first wrong case,
+        that case in full, every other one a line (at most :data:`REPORT_LINES` lines).
+        Record it (see :func:`record_progress`) and return :attr:`passed`."""
         print("\n".join(self.report_lines()))
         _record(self)
         return self.passed
@@ -456,20 +391,21 @@ class Checker:
                     "out when this check last ran.",
                     f"    Run the cell where you write {name} (it must run without an error), "
                     "then this one."]
+        stale = [textwrap.fill(line, 96, subsequent_indent="    ") for line in self.stale]
         right = sum(result.outcome == "right" for result in results)
-        if self.status == "done":
-            return [f"{self.exercise}: all {_cases(right)} right."]
-        if self.status == "not started":
-            return [f"{self.exercise}: not done yet.",
-                    "    Write your code in place of `raise NotImplementedError()`, run that "
-                    "cell, then this one."]
-        lines = [f"{self.exercise}: {right} of {_cases(len(results))} right."]
+        if results and right == len(results):
+            return stale + [f"{self.exercise}: all {_cases(right)} right."]
+        if all(result.outcome == "not done" for result in results):
+            return stale + [f"{self.exercise}: not done yet.",
+                            "    Write your code in place of `raise NotImplementedError()`, "
+                            "run that cell, then this one."]
+        lines = stale + [f"{self.exercise}: {right} of {_cases(len(results))} right."]
         wrong = [result for result in results if result.outcome == "wrong"]
         first = wrong[0] if wrong else None
         if first is not None:
-            if first.likely:
+            if first.likely:  # a detector named the slip: the case's general hint would not
                 lines.append(f"  likely mistake: {first.likely}")
-            if first.hint:
+            elif first.hint:
                 lines.append(f"  hint: {first.hint}")
             lines.append(f"  WRONG: {first.description}")
             lines += ["    " + line for line in first.detail.splitlines()]  # type: ignore[union-attr]
@@ -478,8 +414,8 @@ class Checker:
             if result.outcome == "right" or result is first:
                 continue
             said = ("not done yet" if result.outcome == "not done" else
-                    "WRONG: " + _clipped(result.detail.splitlines()[0]  # type: ignore[union-attr]
-                                       .split("; ")[0], 120))
+                    "WRONG: " + clipped(result.detail.splitlines()[0]  # type: ignore[union-attr]
+                                        .split("; ")[0], 120))
             if others and others[-1][0] == said:  # the same again: one line for the run
                 others[-1][1].append(result.description)
             else:
@@ -487,7 +423,7 @@ class Checker:
         said_lines = []
         for said, cases in others:
             verdict, _, detail = said.partition(": ")
-            named = cases[0] if len(cases) == 1 else _clipped(
+            named = cases[0] if len(cases) == 1 else clipped(
                 f"{len(cases)} cases ({', '.join(cases)})", 70)
             said_lines.append(f"  {verdict}: {named}" + (f": {detail}" if detail else ""))
         if len(lines) + len(said_lines) > REPORT_LINES - 4:  # too many to say: name them
@@ -511,6 +447,9 @@ class Checker:
         if self.passed:
             print(f"Your {name} passed its check, but a piece it is built on did not, so from "
                   f"here on the notebook uses {package_name}.")
+        elif self.stale:
+            print(f"Your {name}: your last edit did not run, so from here on the notebook uses "
+                  f"{package_name}.")
         else:
             state = "not done yet" if self.status == "not started" else "not right yet"
             print(f"Your {name}: {state}, so from here on the notebook uses {package_name}.")
@@ -531,6 +470,7 @@ def record_progress(notebook: str, folder: str | os.PathLike[str] = ".") -> None
     if not isinstance(notebook, str) or not notebook or any(c in notebook for c in "/\\"):
         raise ValueError(f"notebook must be a file name without folders, got {notebook!r}")
     _recording["file"] = Path(folder) / PROGRESS_FOLDER / f"{notebook}.json"
+    history.watch()  # in Jupyter: each check knows what the learner's cells last ran
 
 
 def read_progress(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
@@ -540,80 +480,6 @@ def read_progress(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     if not isinstance(checks, dict):
         raise ValueError(f"{path}: 'checks' is not an object")
     return checks
-
-
-def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
-    """The checks of a workbook notebook, in the order of its cells: (name, "piece" or
-    "exercise") for each ``Checker("name", ...)`` of a graded cell (nbgrader's ``grade``), read
-    from the cell's code without running it."""
-    with open(notebook, encoding="utf-8") as handle:
-        cells = json.load(handle).get("cells", [])
-    found = []
-    for cell in cells:
-        if cell.get("cell_type") != "code" or \
-                not cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
-            continue
-        source = cell.get("source", "")
-        try:
-            tree = ast.parse("".join(source) if isinstance(source, list) else source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Checker"
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
-                piece = any(keyword.arg == "piece" and isinstance(keyword.value, ast.Constant)
-                            and keyword.value.value is True for keyword in node.keywords)
-                found.append((node.args[0].value, "piece" if piece else "exercise"))
-    return found
-
-
-@dataclass(frozen=True)
-class NotebookProgress:
-    """One workbook notebook's checks in the order of its cells, each ``(name, kind,
-    status)`` with the status its check cell last recorded ("not run yet" where none did).
-    ``readable`` is False when the notebook's progress file could not be read; every check
-    then counts as not run yet."""
-
-    notebook: str
-    checks: list[tuple[str, str, str]]
-    readable: bool = True
-
-
-def workbook_progress(folder: str | os.PathLike[str]) -> list[NotebookProgress]:
-    """The progress of every workbook notebook (``NN_topic.ipynb``) in ``folder`` that has
-    checks, in the order of the notebooks' names, as ``folder/.progress/`` records it.
-    ValueError when ``folder`` holds no workbook notebook."""
-    folder = Path(folder)
-    notebooks = sorted(path.stem for path in folder.glob("[0-9][0-9]*_*.ipynb"))
-    if not notebooks:
-        raise ValueError(f"{folder} holds no workbook notebooks (NN_topic.ipynb)")
-    progress = []
-    for notebook in notebooks:
-        try:
-            expected = checks_in(folder / f"{notebook}.ipynb")
-        except (OSError, ValueError):
-            expected = []
-        if not expected:
-            continue  # a notebook without checks
-        path = folder / PROGRESS_FOLDER / f"{notebook}.json"
-        readable = True
-        try:
-            recorded = read_progress(path) if path.exists() else {}
-            statuses = {name: entry["status"] for name, entry in recorded.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            readable, statuses = False, {}
-        checks = [(name, kind, statuses.get(name, "not run yet")) for name, kind in expected]
-        progress.append(NotebookProgress(notebook, checks, readable))
-    return progress
-
-
-def done_counts(checks: Iterable[tuple[str, str, str]]) -> dict[str, tuple[int, int]]:
-    """For ``(name, kind, status)`` checks: each kind ("piece", "exercise") -> (checks done,
-    checks)."""
-    checks = list(checks)
-    return {kind: (sum(status == "done" for _, k, status in checks if k == kind),
-                   sum(k == kind for _, k, _ in checks)) for kind in ("piece", "exercise")}
 
 
 def _record(checker: Checker) -> None:

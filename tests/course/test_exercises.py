@@ -28,6 +28,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from tensorlib import exercises
+from tensorlib.checks import progress
 from tensorlib.exercises import Checker
 
 from helpers import sanitize
@@ -148,13 +149,15 @@ def test_the_student_version_replaces_solutions_and_drops_hidden_tests():
                                              "    ### END SOLUTION\n")
     assert workbook.student_source(solution) == ("def f(x):\n    # YOUR CODE HERE\n"
                                                  "    raise NotImplementedError()")
-    check = workbook.check_cell("t-2", 'checker = Checker("x")\npassed = checker.report()')
-    assert "### BEGIN HIDDEN TESTS\nassert passed\n### END HIDDEN TESTS" in check.source
-    assert workbook.student_source(check) == 'checker = Checker("x")\npassed = checker.report()'
+    check = workbook.check_cell("t-2", "loops_in_use = check_loops(loops)")
+    assert "### BEGIN HIDDEN TESTS\nassert check_loops.passed\n### END HIDDEN TESTS" in \
+        check.source
+    assert workbook.student_source(check) == "loops_in_use = check_loops(loops)"
     with pytest.raises(ValueError, match="no ### BEGIN/END SOLUTION region"):
         workbook.solution_cell("t-3", "x = 1")
-    with pytest.raises(ValueError, match="checker = Checker"):
-        workbook.check_cell("t-4", "print(1)")
+    for not_one_call in ("print(1)", "check_loops(loops)\nprint(1)"):
+        with pytest.raises(ValueError, match="one line calling a check function"):
+            workbook.check_cell("t-4", not_one_call)
 
 
 # ------------------------------------------------------------------------------ the checker
@@ -326,8 +329,10 @@ def test_a_name_the_code_never_defines_is_reported_as_such(capsys):
         cells["smoothed"](-1)
     checker.report()
     report = capsys.readouterr().out
-    assert ("  hint: rank is A.shape[0]\n  WRONG: rank from A\n    your code reads `rank`, "
-            "which it never defines (in lora, line 3)\n") in report
+    assert ("  likely mistake: `rank` is never set: a typo, or a name from another cell?\n"
+            "  WRONG: rank from A\n    your code reads `rank`, which it never defines (in lora, "
+            "line 3)\n") in report
+    assert "hint: rank is A.shape[0]" not in report  # a detector fired: no general hint
     assert "your code reads a name before it sets it (cannot access local variable 'q'" in report
 
 
@@ -414,17 +419,22 @@ def test_a_report_names_the_likely_mistake_and_summarises_arrays(capsys):
     checker.report()
     assert capsys.readouterr().out.splitlines() == [
         "a factor: 0 of 1 case right.",
-        "  likely mistake: the scores are not divided by sqrt(D)",
-        "  hint: divide by sqrt(D)",
+        "  likely mistake: the scores are not divided by sqrt(D)",  # named: no general hint
         "  WRONG: scores",
         "    the scores (shape (4, 5)): 20 of 20 entries differ; the first at [0, 0]: expected "
         "1, received 2",
         "    entries [0, 0:5]: expected [1., 2., 3., 4., 5.], received [ 2.,  4.,  6.,  8., 10.]",
-        "    largest difference 20 at [3, 4]",
-        "    every entry is 2 times the expected one: a factor missing?"]
+        "    largest difference 20 at [3, 4]"]
+    checker = Checker("a factor, not named by the check")
+    with checker.case("scores", hint="divide by sqrt(D)"):
+        checker.close(expected * 2, expected, "the scores")
+    assert checker.report_lines()[1] == ("  likely mistake: every entry is 2 times the expected "
+                                         "one: a factor missing or one too many (a mean for a "
+                                         "sum, a 1/N, a 2)?")
+    capsys.readouterr()
     for received, says in [(-expected, "every entry has the opposite sign"),
-                           (expected.reshape(5, 4), "expected shape (4, 5), received shape "
-                                                   "(5, 4) (the last two axes swapped)")]:
+                           (expected.reshape(5, 4), "the right numbers in the shape (5, 4) "
+                                                   "instead of (4, 5): a reshape")]:
         checker = Checker("relation")
         with checker.case("x"):
             checker.close(received, expected, "the output")
@@ -455,7 +465,8 @@ def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
     for index in range(40):  # two kinds of wrong case, taking turns
         shape = (6, 7, 8) if index % 2 else (3,)
         with checker.case(f"case {index}", hint=f"hint {index}"):
-            checker.close(np.zeros(shape), np.ones(shape), "the output")
+            checker.close(np.full(shape, 0.5), np.ones(shape) + np.arange(shape[-1]),
+                          "the output")
     lines = checker.report_lines()
     assert len(lines) <= REPORT_LINES and lines[-1].endswith(" ...")  # names, wrapped, cut
     assert lines[-4].startswith("  also not right (39 cases, fix the first above, then run "
@@ -466,8 +477,10 @@ def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
         with same.case(f"d_{index}"):
             raise ValueError("operands could not be broadcast together")
     lines = same.report_lines()  # the same line for 23 cases: said once
-    assert len(lines) == 4 and lines[:2] == ["the same mistake in every case: 0 of 24 cases "
-                                             "right.", "  WRONG: d_0"]
+    assert len(lines) == 5 and lines[0] == "the same mistake in every case: 0 of 24 cases right."
+    assert lines[1].startswith("  likely mistake: shapes that do not fit together")
+    assert lines[2] == "  WRONG: d_0"
+    lines = lines[1:]
     assert lines[2].startswith("    your code raised ValueError: operands could not be "
                                "broadcast together (in test_a_report_of_many")
     assert lines[3].startswith("  WRONG: 23 cases (d_1, d_2, d_3, d_4, d_5, d_6, d_7, d_8, d_9, "
@@ -514,9 +527,9 @@ def _notebook_with_checks(path, *checks):
     (name, piece) of ``checks``, in order."""
     notebook = nbformat.v4.new_notebook()
     for name, piece in checks:
-        cell = workbook.check_cell(f"id-{len(notebook.cells)}",
-                                   f"checker = Checker({name!r}, piece={piece})\n"
-                                   "passed = checker.report()")
+        cell = nbformat.v4.new_code_cell(f"checker = Checker({name!r}, piece={piece})\n"
+                                         "passed = checker.report()")
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": f"id-{len(notebook.cells)}"}
         notebook.cells.append(cell)
     nbformat.write(notebook, path)
 
@@ -532,7 +545,7 @@ def test_the_progress_command_lists_every_check_in_notebook_order_with_a_total(t
     _notebook_with_checks(tmp_path / "03_tensors_and_strides.ipynb", ("transpose", True),
                           ("Exercise 1 (diagonal)", False))
     _notebook_with_checks(tmp_path / "03a_no_checks.ipynb")
-    assert exercises.checks_in(tmp_path / "01_scalar_autograd.ipynb") == [
+    assert progress.checks_in(tmp_path / "01_scalar_autograd.ipynb") == [
         ("Value: + and *", "piece"), ("Exercise 1 (cosine)", "exercise"),
         ("Value: backward", "piece")]
     exercises.record_progress("01_scalar_autograd", tmp_path)
@@ -562,6 +575,14 @@ def test_the_progress_command_lists_every_check_in_notebook_order_with_a_total(t
     assert main(["progress", str(tmp_path / "absent")]) == 2
 
 
+def test_a_check_cell_that_calls_a_check_function_is_read_by_its_name(tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [workbook.check_cell("pc-1", "loops = check_conv1d_loops(conv1d_loops)")]
+    nbformat.write(notebook, tmp_path / "12c_convolutions.ipynb")
+    assert progress.checks_in(tmp_path / "12c_convolutions.ipynb") == [("conv1d_loops",
+                                                                         "piece")]
+
+
 def test_workbook_progress_reads_each_notebooks_checks_and_statuses(tmp_path):
     _notebook_with_checks(tmp_path / "01_first.ipynb", ("A", True), ("B", False))
     _notebook_with_checks(tmp_path / "02_second.ipynb", ("C", True))
@@ -571,19 +592,19 @@ def test_workbook_progress_reads_each_notebooks_checks_and_statuses(tmp_path):
     (tmp_path / ".progress" / "01_first.json").write_text(json.dumps(
         {"checks": {"B": {"kind": "exercise", "status": "done"}}}))
     (tmp_path / ".progress" / "02_second.json").write_text('{"checks": [1]}')
-    assert exercises.workbook_progress(tmp_path) == [
-        exercises.NotebookProgress("01_first", [("A", "piece", "not run yet"),
+    assert progress.workbook_progress(tmp_path) == [
+        progress.NotebookProgress("01_first", [("A", "piece", "not run yet"),
                                                 ("B", "exercise", "done")]),
-        exercises.NotebookProgress("02_second", [("C", "piece", "not run yet")],
+        progress.NotebookProgress("02_second", [("C", "piece", "not run yet")],
                                    readable=False)]
     with pytest.raises(ValueError, match="holds no workbook notebooks"):
-        exercises.workbook_progress(tmp_path / ".progress")
+        progress.workbook_progress(tmp_path / ".progress")
 
 
 def test_done_counts_count_each_kind():
     checks = [("A", "piece", "done"), ("B", "piece", "failed"), ("C", "exercise", "done")]
-    assert exercises.done_counts(checks) == {"piece": (1, 2), "exercise": (1, 1)}
-    assert exercises.done_counts([]) == {"piece": (0, 0), "exercise": (0, 0)}
+    assert progress.done_counts(checks) == {"piece": (1, 2), "exercise": (1, 1)}
+    assert progress.done_counts([]) == {"piece": (0, 0), "exercise": (0, 0)}
 
 
 def test_every_notebook_with_checks_records_its_progress():
@@ -593,7 +614,7 @@ def test_every_notebook_with_checks_records_its_progress():
         assert f'record_progress("{path.stem}")' in "\n".join(sources), path.stem
     checks = []
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")):
-        names = exercises.checks_in(path)
+        names = progress.checks_in(path)
         assert len(set(names)) == len(names), path.stem  # a notebook's progress is by name
         checks += names
     pieces = [name for name, kind in checks if kind == "piece"]

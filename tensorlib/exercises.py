@@ -106,14 +106,13 @@ class _Mismatch(Exception):
 
 def _where(error: BaseException) -> str:
     """" (in f, line 4)": where in the learner's code an exception was raised: the last
-    frame outside tensorlib and the libraries, and not a check's own ``_helper`` (a cell's
-    line numbers count from its first line); "" when it was raised elsewhere."""
+    frame outside tensorlib (its checks included) and the libraries (a cell's line numbers
+    count from its first line); "" when it was raised elsewhere."""
     frame = None
     for candidate, line in traceback.walk_tb(error.__traceback__):
         filename, function = candidate.f_code.co_filename, candidate.f_code.co_name
-        helper = function.startswith("_") and not function.endswith("__")
         if not (filename.startswith(_PACKAGE_FOLDER) or "site-packages" in filename
-                or filename.startswith("<frozen") or helper):
+                or filename.startswith("<frozen")):
             frame = (function, line)
     if frame is None or frame[0] == "<module>":
         return ""
@@ -286,6 +285,23 @@ class Checker:
             detail += f"\nwarned: {first.category.__name__}: {clipped(str(first.message))}{more}"
         self.results.append(_Result(description, "wrong", detail, hint, likely))
 
+    @contextmanager
+    def named_errors(self, slips: Mapping[str, str],
+                     kinds: tuple[type[BaseException], ...] = (Exception,)) -> Iterator[None]:
+        """Inside a case: an exception of ``kinds`` that the learner's code raises, whose
+        message holds a key of ``slips``, stops the case with that slip as the likely mistake
+        (``{"broadcast": "keepdims=True missing: ..."}``); any other goes on to the case."""
+        try:
+            yield
+        except kinds as error:
+            if isinstance(error, NotImplementedError):
+                raise
+            slip = next((slip for text, slip in slips.items() if text in str(error)), None)
+            if slip is None:
+                raise
+            raise _Mismatch(f"your code raised {type(error).__name__}: {clipped(str(error))}"
+                            f"{_where(error)}", slip) from error
+
     def equal(self, received: Any, expected: Any, what: str = "the result",
               mistakes: Mapping[str, Any] | None = None) -> None:
         """Stop the case unless ``received == expected`` (arrays: same shape and values).
@@ -298,7 +314,7 @@ class Checker:
                 bool(np.array_equal(np.asarray(received), np.asarray(expected)))
             if not same:
                 raise _Mismatch(difference(what, received, expected, 0.0, 0.0),
-                                named_mistake(received, mistakes, 0.0, 0.0)
+                                named_mistake(received, mistakes, 0.0, 0.0, expected)
                                 or likely_mistake(received, expected, 0.0, 0.0))
         elif not received == expected:
             raise _Mismatch(f"{what}: expected {shown(expected)}, received {shown(received)}",
@@ -321,7 +337,7 @@ class Checker:
                 received_array, expected_array, rtol=rtol, atol=atol):
             return
         raise _Mismatch(difference(what, received_array, expected_array, rtol, atol),
-                        named_mistake(received_array, mistakes, rtol, atol)
+                        named_mistake(received_array, mistakes, rtol, atol, expected_array)
                         or likely_mistake(received_array, expected_array, rtol, atol))
 
     def shape(self, received: Any, expected: tuple[int, ...], what: str = "the result",

@@ -107,17 +107,38 @@ def _entries(row: tuple[int, ...], start: int, length: int) -> str:
 
 
 def named_mistake(received: Any, mistakes: Mapping[str, Any] | None, rtol: float,
-                  atol: float) -> str | None:
+                  atol: float, expected: Any = None) -> str | None:
     """The first of ``mistakes`` (what the learner did -> the value it gives, or a function
-    computing it) whose value ``received`` is, or None."""
+    computing it) whose value ``received`` is, or None. With ``expected``, a float result is
+    that value only when it lies far closer to it (within a thousandth of the distance) than
+    the value lies to ``expected``: a slip that moves the last digits is not taken for another
+    that moves them too. A shape (a tuple) is a mistake for :meth:`Checker.shape` only."""
+    want = None
+    if expected is not None:
+        try:
+            want = as_array(expected).astype(np.float64)
+        except (TypeError, ValueError):
+            want = None
     for description, value in (mistakes or {}).items():
+        if isinstance(value, tuple):
+            continue
         try:
             value = value() if callable(value) else value
             got, wrong = as_array(received), as_array(value)
-            if got.shape == wrong.shape and (
-                    bool(np.array_equal(got, wrong)) if got.dtype.kind not in "fc"
-                    else bool(np.allclose(got, wrong, rtol=max(rtol, 1e-6), atol=atol,
-                                          equal_nan=True))):
+            if got.shape != wrong.shape:
+                continue
+            if got.dtype.kind not in "fc" or wrong.dtype.kind not in "fc":
+                if bool(np.array_equal(got, wrong)):
+                    return description
+                continue
+            if not np.allclose(got, wrong, rtol=max(rtol, 1e-6), atol=atol, equal_nan=True):
+                continue
+            if want is None or want.shape != got.shape:
+                return description
+            with np.errstate(invalid="ignore"):
+                off = np.nan_to_num(np.abs(got - wrong), nan=0.0)
+                gap = np.nan_to_num(np.abs(wrong - want), nan=np.inf)
+            if gap.max() > 0 and off.max() <= 1e-3 * gap.max():
                 return description
         except Exception:  # a mistake that cannot be computed for this case is not this one
             continue
@@ -140,10 +161,10 @@ def likely_mistake(received: Any, expected: Any, rtol: float = 1e-6,
         return _shape_slip(got, want, rtol, atol)
     if not np.isfinite(got).all() or not np.isfinite(want).all() or want.size == 0:
         return None
-    tolerance = {"rtol": max(rtol, 1e-6), "atol": max(atol, 1e-12)}
+    near_rtol, near_atol = max(rtol, 1e-6), max(atol, 1e-12)
 
     def near(a: np.ndarray, b: np.ndarray) -> bool:
-        return a.shape == b.shape and bool(np.allclose(a, b, **tolerance))
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=near_rtol, atol=near_atol))
 
     if not np.any(got) and np.any(want):
         return "every entry is 0: nothing was added or written (a sum or an assignment missing?)"

@@ -196,7 +196,8 @@ def stale_lines(pieces: Iterable[Any]) -> list[str]:
     """What a check says before its verdict when the learner's last edit of a piece's cell did
     not make the piece the check receives: one line per such cell; [] when every piece is
     the one its cell's last run made (or nothing is watched)."""
-    lines, said = [], []
+    lines: list[str] = []
+    said: list[CellRun] = []
     for piece in pieces:
         name = getattr(piece, "__name__", None)
         run = last_run(name) if isinstance(name, str) else None

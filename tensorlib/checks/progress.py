@@ -19,14 +19,13 @@ from pathlib import Path
 from tensorlib.checks.registry import check_named
 from tensorlib.exercises import PROGRESS_FOLDER, read_progress
 
-__all__ = ["checks_in", "NotebookProgress", "workbook_progress", "done_counts"]
+__all__ = ["checks_in", "checks_in_cell", "NotebookProgress", "workbook_progress", "done_counts"]
 
 
 def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """The checks of a workbook notebook, in the order of its cells: (name, "piece" or
-    "exercise") for each graded cell (nbgrader's ``grade``), read from the cell's code without
-    running it: the check function it calls (``check_conv1d_loops(...)``), or the
-    ``Checker("name", ...)`` it builds."""
+    "exercise") for each graded cell (nbgrader's ``grade``), read from the cell's code
+    without running it (:func:`checks_in_cell`)."""
     with open(notebook, encoding="utf-8") as handle:
         cells = json.load(handle).get("cells", [])
     found = []
@@ -35,20 +34,29 @@ def checks_in(notebook: str | os.PathLike[str]) -> list[tuple[str, str]]:
                 not cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
             continue
         source = cell.get("source", "")
-        try:
-            tree = ast.parse("".join(source) if isinstance(source, list) else source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            check = isinstance(node, ast.Call) and check_named(getattr(node.func, "id", ""))
-            if check:
-                found.append((check.check_name, check.kind))
-            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Checker"
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
-                piece = any(keyword.arg == "piece" and isinstance(keyword.value, ast.Constant)
-                            and keyword.value.value is True for keyword in node.keywords)
-                found.append((node.args[0].value, "piece" if piece else "exercise"))
+        found += checks_in_cell("".join(source) if isinstance(source, list) else source)
+    return found
+
+
+def checks_in_cell(source: str) -> list[tuple[str, str]]:
+    """(name, "piece" or "exercise") of each check a cell's code runs: the check function it
+    calls (``check_conv1d_loops(...)``), or the ``Checker("name", ...)`` it builds; [] for a
+    cell that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        check = isinstance(node, ast.Call) and check_named(getattr(node.func, "id", ""))
+        if check:
+            found.append((check.check_name, check.kind))
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Checker"
+              and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            piece = any(keyword.arg == "piece" and isinstance(keyword.value, ast.Constant)
+                        and keyword.value.value is True for keyword in node.keywords)
+            found.append((node.args[0].value, "piece" if piece else "exercise"))
     return found
 
 

@@ -12,25 +12,24 @@ cell with the few cells it needs).
 """
 
 import ast
-import builtins
-import contextlib
 import importlib.util
-import io
+import inspect
 import json
 import os
 import re
-import signal
 import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
-from IPython.core.inputtransformer2 import TransformerManager
 
 from tensorlib import exercises
-from tensorlib.checks import progress
+from tensorlib.checks import history, progress
+from tensorlib.checks.registry import check_named
 from tensorlib.exercises import Checker
 
+from check_runs import SLIPS as SLIPS_FOLDER
+from check_runs import CheckRun, TimeLimit, run_check, slip_rows, slips_of, time_limit
 from helpers import sanitize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +73,9 @@ def test_every_learner_notebook_has_a_teachers_copy_with_exercises():
 
 # Lesson cells whose output shows the learner's own piece (the stub's fallback in the learner's
 # copy, the answer in the teacher's), so the two copies differ there by design.
-SHOWS_THE_LEARNERS_PIECE = {("14_transformer_block_by_hand", 'draw_module(block, name="block")')}
+SHOWS_THE_LEARNERS_PIECE = {("14_transformer_block_by_hand", 'draw_module(block, name="block")'),
+                            ("04_tensor_autograd", "if unbroadcast_in_use is unbroadcast_by_hand:"),
+                            ("04_tensor_autograd", "if waiting:")}
 
 
 def compared_text(cell):
@@ -126,8 +127,10 @@ def test_each_check_passes_on_the_solution_and_fails_on_the_stub(path):
     for solved_cell, stubbed_cell in zip(solved, stubbed, strict=True):
         grade_id = solved_cell.metadata["nbgrader"]["grade_id"]
         assert ALL_RIGHT.search(printed(solved_cell)), (grade_id, printed(solved_cell))
-        assert "assert passed" in solved_cell.source  # the grading line, hidden from learners
-        assert "assert passed" not in stubbed_cell.source
+        grading = re.search(r"^assert (check_\w+)\.passed$", solved_cell.source, re.M)
+        assert grading, grade_id  # the grading line, hidden from learners
+        assert "assert " not in stubbed_cell.source
+        assert workbook.check_cell(grade_id, stubbed_cell.source).source == solved_cell.source
         learner_says = printed(stubbed_cell)
         assert NOT_DONE.match(learner_says) and not ALL_RIGHT.search(learner_says), \
             (grade_id, learner_says)
@@ -622,152 +625,6 @@ def test_every_notebook_with_checks_records_its_progress():
 
 
 # ------------------------------------------------------------ checks against wrong answers
-_python = TransformerManager()  # a notebook cell's source as plain Python (magics and all)
-
-
-def _top_level_names(tree):
-    """The names a cell's top level sets (not those inside its functions, classes, lambdas
-    and comprehensions)."""
-    names, pending = set(), list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        if not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-                                 ast.GeneratorExp)):
-            pending.extend(ast.iter_child_nodes(node))
-    return names
-
-
-def _changed_names(tree):
-    """The names whose objects a cell's top level (and its with, for and if blocks) may
-    change in place: ``name.attribute = ...``, ``name[...] = ...``, and ``name.method(...)``
-    or ``function(name, ...)`` as a statement or the value of an assignment."""
-    names, pending = set(), list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.With, ast.For, ast.If)):
-            pending.extend(node.body + getattr(node, "orelse", []))
-            continue
-        if isinstance(node, (ast.Assign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(target.value.id for target in targets
-                         if isinstance(target, (ast.Attribute, ast.Subscript))
-                         and isinstance(target.value, ast.Name))
-        if isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call):
-            call = node.value
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-                names.add(call.func.value.id)
-            names.update(argument.id for argument in call.args if isinstance(argument, ast.Name))
-    return names
-
-
-def _free_names(tree):
-    """The names a cell reads before its top level sets them, leaving out builtins and the
-    names its functions, lambdas and comprehensions set themselves."""
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-              ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    free, already_set = set(), set(dir(builtins))
-    for statement in tree.body:
-        own = {node.arg if isinstance(node, ast.arg) else node.id
-               for scope in ast.walk(statement) if isinstance(scope, scopes)
-               for node in ast.walk(scope) if isinstance(node, ast.arg)
-               or isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        read = {node.id for node in ast.walk(statement)
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
-        free |= read - own - already_set
-        already_set |= _top_level_names(ast.Module(body=[statement], type_ignores=[]))
-    return free
-
-
-class CheckRun:
-    """One check cell of a notebook and the few cells it needs, run as the notebook runs
-    them, in one namespace: its answer cells (since the graded cell before it, each
-    ``(old, new)`` of ``replace`` swapped in: a wrong answer), and every earlier cell that sets
-    a name these read, with the cells after it that change that name's object by the name
-    (``model.eval()``, ``train(model, ...)``, ``model.weight = ...``; ``follow_changes=False``
-    leaves those out, where the check does not need them), and in turn the cells those need,
-    found by reading their code. ``learner=True`` runs the learner's copy, with
-    its stubs, else the teacher's. :meth:`check` runs the check cell (again) and returns
-    (passed, its report); :meth:`run_cell` runs any other source in the same namespace, as
-    a learner's cell."""
-
-    def __init__(self, notebook, grade_id, monkeypatch, replace=(), learner=False,
-                 follow_changes=True):
-        path = (NOTEBOOKS if learner else SOLUTIONS[0].parent) / f"{notebook}.ipynb"
-        cells = [cell for cell in nbformat.read(path, as_version=4).cells
-                 if cell.cell_type == "code"]
-        check = next(index for index, cell in enumerate(cells)
-                     if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-        answers = []  # the answer cells since the graded cell before, or else before that
-        for index in range(check - 1, -1, -1):
-            grading = cells[index].metadata.get("nbgrader", {})
-            if grading.get("grade") and answers:
-                break
-            if grading.get("solution"):
-                answers.append(index)
-        sources = {index: cells[index].source for index in range(check)}
-        sources[check] = workbook.student_source(cells[check])  # without `assert passed`
-        for old, new in replace:
-            found = [index for index in answers if old in sources[index]]
-            assert len(found) == 1 and sources[found[0]].count(old) == 1, (grade_id, old)
-            sources[found[0]] = sources[found[0]].replace(old, new)
-        trees = {index: ast.parse(_python.transform_cell(source))
-                 for index, source in sources.items()}
-        chosen = {check, *answers}
-        wanted = [(name, reader) for reader in chosen for name in _free_names(trees[reader])]
-        while wanted:  # (a name, the cell that reads it): the last cell before it that sets
-            name, reader = wanted.pop()  # it, and the cells between that change its object
-            setter = next((index for index in range(reader - 1, -1, -1)
-                           if name in _top_level_names(trees[index])), None)
-            if setter is None:
-                continue
-            changers = [index for index in range(setter + 1, reader) if follow_changes
-                        and name in _changed_names(trees[index])]
-            for index in [setter, *changers]:
-                if index not in chosen:
-                    chosen.add(index)
-                    wanted += [(name, index) for name in _free_names(trees[index])]
-        # no progress file, and the notebook's own folder as the working one, as Jupyter runs it
-        monkeypatch.setattr(exercises, "record_progress", lambda *args, **kwargs: None)
-        monkeypatch.chdir(path.parent)
-        self.notebook, self.answers = notebook, [sources[index] for index in sorted(answers)]
-        self.namespace = {"__name__": "__main__", "display": lambda *args, **kwargs: None}
-        self._check = compile(ast.unparse(trees[check]), f"<{notebook} check>", "exec")
-        for index in sorted(chosen - {check}):
-            self.run_cell(ast.unparse(trees[index]), f"<{notebook} cell {index}>")
-        self.first = self.check()
-
-    def run_cell(self, source, name="<a learner's cell>"):
-        """Run ``source`` as a cell; its output is dropped, an exception it raises returned."""
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):  # progress bars
-                exec(compile(_python.transform_cell(source), name, "exec"), self.namespace)
-        except Exception as error:  # a learner's cell that fails, as it would in Jupyter
-            return error
-        return None
-
-    def check(self):
-        """Run the check cell; (passed, what it printed)."""
-        report = io.StringIO()
-        with contextlib.redirect_stdout(report), contextlib.redirect_stderr(io.StringIO()):
-            exec(self._check, self.namespace)
-        return self.namespace["passed"], report.getvalue()
-
-
-def run_check(notebook, grade_id, monkeypatch, replace=()):
-    """The teacher's check cell ``grade_id`` run once (see :class:`CheckRun`), without the
-    cells that only change an object: (passed, its report)."""
-    return CheckRun(notebook, grade_id, monkeypatch, replace, follow_changes=False).first
-
-
 def _solved_names(source):
     """The functions and classes a solution cell defines that hold a solution region."""
     tree = ast.parse(source)
@@ -777,11 +634,24 @@ def _solved_names(source):
 
 
 def _yours_names(source):
-    """The names a check cell's ``Checker(..., yours=...)`` hands to the checker."""
-    call = next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
-                and getattr(node.func, "id", None) == "Checker")
-    yours = [keyword.value for keyword in call.keywords if keyword.arg == "yours"]
-    return [node.id for value in yours for node in ast.walk(value) if isinstance(node, ast.Name)]
+    """The names a check cell hands to its check as the learner's pieces: the arguments of a
+    check function's call whose parameters its ``yours`` names, or a ``Checker``'s
+    ``yours=``."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        check = check_named(getattr(node.func, "id", ""))
+        if check is not None:
+            parameters = list(inspect.signature(check.__wrapped__).parameters)[1:]
+            given = dict(zip(parameters, node.args, strict=False))
+            given.update({keyword.arg: keyword.value for keyword in node.keywords})
+            return [argument.id for name, argument in given.items()
+                    if name in check.learner_names and isinstance(argument, ast.Name)]
+        if getattr(node.func, "id", None) == "Checker":
+            yours = [keyword.value for keyword in node.keywords if keyword.arg == "yours"]
+            return [name.id for value in yours for name in ast.walk(value)
+                    if isinstance(name, ast.Name)]
+    return []
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)
@@ -844,31 +714,34 @@ def _grade_ids(kind):
 
 
 CHECKS = _grade_ids("pc") + _grade_ids("ex")
-BROKEN_FIX = "def broken(:\n    pass\n"  # a learner's cell that fails before it defines anything
+STALE = ("did not run (SyntaxError", "stopped before defining it (RuntimeError")
 
 
 def no_success(report):
-    return not ALL_RIGHT.search(report) and "From here on the notebook uses your" not in report
+    """Nothing in the report says the learner's code, as they last wrote it, is done: no
+    "all right" but under a line saying the last edit did not run, and no safety net taking
+    the learner's piece."""
+    said_stale = any(words in " ".join(report.split()) for words in STALE)
+    return (said_stale or not ALL_RIGHT.search(report)) and \
+        "From here on the notebook uses your" not in report
 
 
-class TimeLimit(BaseException):
-    """Raised by :func:`time_limit` (a BaseException, so that a check's case does not take it
-    for the learner's code failing)."""
+def broken(source):
+    """A learner's edit of an answer cell (or of its stub) that does not compile: a
+    parenthesis left open at the end of its first line of the answer."""
+    lines = source.splitlines()
+    first = next(index for index, line in enumerate(lines)
+                 if "BEGIN SOLUTION" in line or "YOUR CODE HERE" in line) + 1
+    first = next(index for index in range(first, len(lines))
+                 if lines[index].strip() and not lines[index].lstrip().startswith("#"))
+    code, comment = (lines[first].split("  #", 1) + [None])[:2]
+    lines[first] = code + " (" + ("" if comment is None else f"  #{comment}")
+    return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Raise TimeLimit in the block after ``seconds`` of wall time (Unix, main thread)."""
-    def stop(signum, frame):
-        raise TimeLimit()
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def defines_a_checked_piece(run, source):
+    """Whether the cell ``source`` defines a name the check cell hands to its check."""
+    return bool(history.defined_names(source) & set(_yours_names(run.check_source)))
 
 
 SLIP_SECONDS = 60  # a wrong answer's cell and check; the slowest right one takes ~10 s here
@@ -904,42 +777,109 @@ def wrong_answers(answers, most=8):
     return found[::step][:most]
 
 
+class Recorded:
+    """What the progress file of a check run says of its check (recording to a file of the
+    test's own)."""
+
+    def __init__(self, tmp_path, monkeypatch):
+        self.path = tmp_path / ".progress" / "run.json"
+        monkeypatch.setattr(exercises, "_recording", {"file": self.path})
+
+    def status(self, run):
+        """The status recorded for the check of ``run``, or None."""
+        if not self.path.exists():
+            return None
+        name = progress.checks_in_cell(run.check_source)[0][0]
+        return exercises.read_progress(self.path).get(name, {}).get("status")
+
+
 @pytest.mark.rerun
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("notebook, grade_id", CHECKS, ids=[grade for _, grade in CHECKS])
-def test_a_check_tells_the_truth_in_any_order_and_briefly(notebook, grade_id, monkeypatch):
-    """On the learner's stub the check says "not done", and so does a second run, a run after
-    a fix whose cell failed (a SyntaxError, or an error raised before its definitions), and a
-    run after the stub's cell is run again. The teacher's answer passes, twice. Then each
-    wrong answer of :func:`wrong_answers`, run as a learner runs it (its cell, then the
-    check), fails with a report of at most REPORT_LINES lines (and the safety net's line);
-    the longest, and the wrong answers the check did not catch (a slip can leave an answer
-    right: those are read by a person, not failed here), are added as a JSON line to the file
-    named by $TENSORLIB_REPORT_TABLE, when it is set."""
-    run = CheckRun(notebook, grade_id, monkeypatch, learner=True)
+def test_a_check_tells_the_truth_in_any_order_and_briefly(notebook, grade_id, monkeypatch,
+                                                          tmp_path):
+    """As a learner runs the cells, in IPython's shell, a check says what ran and records
+    nothing false:
+
+    - its piece's cell never run: one line naming the cell to run, nothing recorded;
+    - on the learner's stub: "not done", and again on a second run, after an edit of the
+      stub's cell that does not compile (saying the edit did not run), and after the stub's
+      cell runs again;
+    - the teacher's answer passes, twice, and is recorded "done"; then an edit of an answer
+      cell that does not compile, and one that stops at an error before its definitions: the
+      report says so before its verdict, the check does not pass and records "edit not run";
+      the answer again passes;
+    - a wrong answer, then an edit of it that does not compile: the same;
+    - each wrong answer of :func:`wrong_answers`, run as a learner runs it, fails with a report
+      of at most REPORT_LINES lines (and the safety net's line); the longest, and the wrong
+      answers the check did not catch (a slip can leave an answer right: those are read by a
+      person, not failed here), are added as a JSON line to the file named by
+      $TENSORLIB_REPORT_TABLE, when it is set."""
+    recorded = Recorded(tmp_path, monkeypatch)
+    run = CheckRun(notebook, grade_id, monkeypatch, learner=True, run_answers=False)
     passed, report = run.first
-    assert not passed and no_success(report), report
-    for cell in (None, BROKEN_FIX, "raise RuntimeError('a typo')\n" + run.answers[0],
-                 *run.answers):
-        if cell is not None:
-            run.run_cell(cell)
+    assert not passed and re.fullmatch(r"\w+ is not defined yet: run the (cell where you write "
+                                       r"it \(above\)|cells above this one first .*), then this "
+                                       r"one\.\n", report), report
+    assert recorded.status(run) is None
+    for source in run.answers:
+        run.run_cell(source)
+    stale = False  # whether the last edit of the stub's cell did not run
+    for edit in (None, None, "broken", None, "stub"):  # None: the check run again
+        if edit == "broken":
+            assert [run.run_cell(broken(source)) for source in run.answers][0] is not None
+            stale = any(defines_a_checked_piece(run, source) for source in run.answers)
+        elif edit == "stub":
+            for source in run.answers:
+                run.run_cell(source)
+            stale = False
         passed, report = run.check()
-        assert not passed and no_success(report) and "not done yet" in report, (cell, report)
+        assert not passed and no_success(report) and "not done yet" in report, (edit, report)
+        assert (STALE[0] in " ".join(report.split())) == stale, (edit, report)
+        assert recorded.status(run) == ("edit not run" if stale else "not started"), report
 
     run = CheckRun(notebook, grade_id, monkeypatch)
     for passed, report in (run.first, run.check()):
-        assert passed and ALL_RIGHT.search(report), report
+        assert passed and ALL_RIGHT.search(report) and not no_success(report), report
+        assert recorded.status(run) == "done"
+    answers = run.answers
+    wrong = wrong_answers(answers)
+    for edit, words in (("broken", STALE[0]), ("raise", STALE[1]), ("wrong", STALE[0])):
+        if edit == "wrong":
+            if not wrong:
+                continue
+            line, slip = wrong[0]
+            for source in answers:
+                run.run_cell(source.replace(line, slip))
+            passed, report = run.check()
+        for source in answers:
+            run.run_cell(broken(source) if edit != "raise"
+                         else "raise RuntimeError('a typo')\n" + source)
+        passed, report = run.check()
+        assert not passed and no_success(report), (edit, report)
+        if any(defines_a_checked_piece(run, source) for source in answers):
+            flowing = " ".join(report.split())  # the stale line is wrapped
+            assert words in flowing and "the verdict below is about the version" in flowing, \
+                (edit, report)
+            assert recorded.status(run) == "edit not run", (edit, report)
+        else:
+            assert recorded.status(run) != "done", (edit, report)
+        for source in answers:  # the right answer back
+            run.run_cell(source)
+    passed, report = run.check()
+    assert passed and ALL_RIGHT.search(report), report
+
     longest, caught, passed_anyway, endless = 0, 0, [], []
-    for line, slip in wrong_answers(run.answers):
-        sources = [source.replace(line, slip) for source in run.answers]
+    for line, slip in wrong:
+        sources = [source.replace(line, slip) for source in answers]
         try:
             with time_limit(SLIP_SECONDS):
                 if any([run.run_cell(source) for source in sources]):
-                    continue  # the wrong answer's cell fails: the check sees the answer before
+                    continue  # the wrong answer's cell fails: the check says so
                 passed, report = run.check()
         except TimeLimit:  # the slip made a loop endless: a check cannot help with that
             endless.append(slip.strip())
-            for source in run.answers:
+            for source in answers:
                 run.run_cell(source)
             continue
         lines = [text for text in report.splitlines()
@@ -950,7 +890,7 @@ def test_a_check_tells_the_truth_in_any_order_and_briefly(notebook, grade_id, mo
         else:
             caught += 1
             longest = max(longest, len(lines))
-        for source in run.answers:  # the right answer back, for the next slip
+        for source in answers:  # the right answer back, for the next slip
             run.run_cell(source)
     table = os.environ.get("TENSORLIB_REPORT_TABLE")  # a file to add this check's row to
     if table:
@@ -958,6 +898,32 @@ def test_a_check_tells_the_truth_in_any_order_and_briefly(notebook, grade_id, mo
             handle.write(json.dumps({"check": grade_id, "longest": longest, "caught": caught,
                                      "passed anyway": passed_anyway, "endless": endless})
                          + "\n")
+
+
+SLIPPED = [(notebook, grade_id) for notebook in sorted(path.stem for path in SLIPS_FOLDER.glob(
+    "*.py")) for grade_id in slips_of(notebook)]
+
+
+@pytest.mark.rerun
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("notebook, grade_id", SLIPPED, ids=[grade for _, grade in SLIPPED])
+def test_the_first_line_of_a_report_names_the_slip(notebook, grade_id, monkeypatch):
+    """Every slip written for a check (tests/course/slips/) fails it, and the first line
+    under the report's header names it: the likely mistake, not a general hint."""
+    rows = slip_rows(notebook, monkeypatch, only=grade_id)
+    assert rows
+    for row in rows:
+        assert not row["passed"], row
+        assert row["first line"].startswith("likely mistake: ") and \
+            row["word"].lower() in row["first line"].lower(), row
+        assert row["lines"] <= exercises.REPORT_LINES + 1, row
+
+
+def test_every_core_piece_has_its_slips_written():
+    """At least three slips for every core piece and one for every exercise."""
+    for notebook, grade_id in CHECKS:
+        count = len(slips_of(notebook).get(grade_id, []))
+        assert count >= (3 if grade_id.startswith("pc") else 1), (grade_id, count)
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda path: path.stem)

@@ -1,0 +1,65 @@
+"""Slips a learner makes in notebook 04, and a word the first line of the check's report must
+hold for each (``scripts/slip_table.py 04_tensor_autograd``)."""
+
+SLIPS = {
+    "pc04-unbroadcast-check": [
+        ("keepdims=True forgotten", "grad.sum(axis=axis, keepdims=True)", "grad.sum(axis=axis)",
+         "keepdims"),
+        ("the leading axes kept", "grad = grad.sum(axis=0)", "break", "leading axes"),
+        ("a mean over the leading axes", "grad = grad.sum(axis=0)", "grad = grad.mean(axis=0)",
+         "mean"),
+        ("the last axis summed away instead of the first", "grad = grad.sum(axis=0)",
+         "grad = grad.sum(axis=-1)", "last axes"),
+        ("the size-1 axes not summed", "            grad = grad.sum(axis=axis, keepdims=True)",
+         "            pass", "size-1 axes not summed"),
+        ("no return", "    return grad\n", "", "return"),
+    ],
+    "pc04-apply-check": [
+        ("all(...) where any(...) belongs", "if any(t.requires_grad", "if all(t.requires_grad",
+         "any"),
+        ("op.forward called on the tensors", "*(t.data for t in inputs)", "*inputs", "arrays"),
+        ("the array returned unwrapped for constants", "    return TinyTensor(out)\n",
+         "    return out\n", "wrap"),
+        ("requires_grad left False", "TinyTensor(out, True, Node(", "TinyTensor(out, False, Node(",
+         "requires_grad"),
+        ("the arrays recorded as the node's inputs", "True, Node(op, ctx, inputs))",
+         "True, Node(op, ctx, [t.data for t in inputs]))", "tensors themselves"),
+    ],
+    "pc04-backward-check": [
+        ("a leaf's .grad replaced, not added to",
+         "parent.grad = grad if parent.grad is None else parent.grad + grad",
+         "parent.grad = grad", "replaced"),
+        ("an intermediate tensor's gradients replaced, not summed",
+         "pending.get(id(parent), 0.0) + grad", "grad", "summed"),
+        ("a constant given a gradient",
+         "            if not parent.requires_grad:\n                continue\n", "",
+         "wants none"),
+        ("the walk not reversed", "for tensor in reversed(order):", "for tensor in order:",
+         "reverse"),
+        ("no seen set", "if tensor.node is not None and id(tensor) not in seen:",
+         "if tensor.node is not None:", "seen"),
+    ],
+    "ex04-1-check": [
+        ("the buggy line kept", "return grad * (s + x * s * (1 - s))",
+         "return grad * (s + x * (1 - s))", "buggy line"),
+        ("grad forgotten", "return grad * (s + x * s * (1 - s))",
+         "return s + x * s * (1 - s)", "incoming gradient"),
+    ],
+    "ex04-2-check": [
+        ("a factor c in the backward", "return grad * (1 - t**2)",
+         "return grad * ctx.c * (1 - t**2)", "factor c"),
+        ("the factor c left out of the forward", "return c * t", "return t", "factor c"),
+        ("1 - y**2 from the output", "(t,) = ctx.saved_tensors\n        return grad * (1 - t**2)",
+         "(t,) = ctx.saved_tensors\n        return grad * (1 - (ctx.c * t)**2)", "output"),
+    ],
+    "ex04-3-check": [
+        ("the cumulative sum taken from the start", "np.cumsum(grad[::-1])[::-1].copy()",
+         "np.cumsum(grad)", "from the start"),
+        ("grad passed back unchanged", "np.cumsum(grad[::-1])[::-1].copy()", "grad",
+         "as it came"),
+    ],
+    "ex04-4-check": [
+        ("'mul' blamed", '"op": "mul_square"', '"op": "mul"', "blamed"),
+        ("no error predicted", '"raises": True', '"raises": False', "no error"),
+    ],
+}

@@ -75,13 +75,17 @@ test: setup
 test-portable: setup
 	$(BIN)/python scripts/test_portable.py
 
-# Every check of the workbook, core pieces and exercises, run on the learner's stub, then
-# again, after a fix whose cell failed, and after the stub's cell ran again: none may report
-# success (the safety net's piece is never taken for the learner's); the teacher's answer
-# passes twice; and wrong answers made from it by one-line slips get reports of at most 25
-# lines (tests/course/test_exercises.py, marked rerun). About 8 minutes on 2 cores.
+# Every check of the workbook, core pieces and exercises, run as a learner runs it, in IPython's
+# shell (tests/check_runs.py): before its stub's cell ran (one line naming the cell), on the
+# stub twice, after broken edits (a cell that does not compile, one that stops before its
+# definitions) of the stub, of the teacher's answer and of a wrong answer: none may report
+# success the learner did not earn, each says what ran, and the progress file records nothing
+# false; the teacher's answer passes twice; wrong answers made by one-line slips get reports of
+# at most 25 lines; every slip of tests/course/slips/ gets a first line naming it
+# (tests/course/test_exercises.py, marked rerun); and the same traps in a live Jupyter kernel
+# on notebooks 04 and 12c (tests/course/test_learner_traps.py).
 test-checks: setup
-	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/course/test_exercises.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/course/test_exercises.py tests/course/test_learner_traps.py -q
 
 # The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
 # installs the optional torch extra (the pinned versions kept), then runs every unit test (but

@@ -156,12 +156,20 @@ def plot_filters(weight: Any, columns: int = 8, title: str | None = None,
 
 
 def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str | None = None,
-                      cmap: str = "viridis", panel_size: float = 0.9) -> Figure:
+                      cmap: str = "viridis", panel_size: float = 0.9,
+                      channel_names: Mapping[str, Sequence[str]] | None = None,
+                      numbered: bool = False, colorbar: bool = False) -> Figure:
     """One image's feature maps, a row per layer: ``maps`` names each layer's output for
     that image, ``(C, H, W)`` (or ``(1, C, H, W)``, or ``(H, W)`` for one channel), in the
     order given. Each row (a subfigure, ``figure.subfigs[i]``) shows the first
     ``max_channels`` channels on the row's own colour scale, under its key (and how many
-    channels it shows of how many, when not all)."""
+    channels it shows of how many, when not all).
+
+    ``channel_names`` titles the panels of the rows it names (``{"edges": ["vertical",
+    "horizontal"]}``, one name per channel shown); with ``numbered``, the panels of every
+    other row of several channels are titled by their channel's index, as
+    :func:`plot_filters` numbers the filters that made them. ``colorbar`` puts each row's
+    colour scale beside it."""
     if not isinstance(maps, Mapping) or not maps:
         raise ValueError("maps must be a non-empty dict: layer name -> (C, H, W) array")
     rows = []
@@ -176,9 +184,11 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
                              f"shape {np.shape(as_array(value, f'maps[{name!r}]'))}")
         rows.append((str(name), array))
     max_channels = validation.positive_integer(max_channels, "max_channels")
+    names = _channel_names(channel_names or {}, rows, max_channels, numbered)
     columns = min(max_channels, max(len(array) for _, array in rows))
     size = min(panel_size, NOTEBOOK_FIGURE_WIDTH / columns)
-    height = (size + 0.2) * len(rows) + (0.35 if title else 0.0)  # each row and its name
+    titled = 0.18 if names else 0.0  # room for the panels' titles
+    height = (size + 0.2 + titled) * len(rows) + (0.35 if title else 0.0)  # rows, their names
     figure = new_figure((size * columns, height))
     for (name, array), part in zip(rows, figure.subfigures(len(rows), 1, squeeze=False)[:, 0],
                                    strict=True):
@@ -186,14 +196,20 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
         low, high = float(shown.min()), float(shown.max())
         if not low < high:
             low, high = low - 0.5, high + 0.5
+        used, image = [], None
         for channel, axes in enumerate(part.subplots(1, columns, squeeze=False)[0]):
             if channel >= len(shown):
                 axes.remove()
                 continue
-            axes.imshow(shown[channel], cmap=cmap, vmin=low, vmax=high,
-                        interpolation="nearest")
+            image = axes.imshow(shown[channel], cmap=cmap, vmin=low, vmax=high,
+                                interpolation="nearest")
             axes.set_xticks([])
             axes.set_yticks([])
+            if name in names:
+                axes.set_title(names[name][channel], fontsize=7, pad=2)
+            used.append(axes)
+        if colorbar and image is not None:
+            part.colorbar(image, ax=used, shrink=0.9, aspect=10, pad=0.01)
         label = name if len(shown) == len(array) else \
             f"{name} (the first {len(shown)} of {len(array)} channels)"
         part.suptitle(label, x=0.0, ha="left", fontsize=8)  # the row's name, over its start
@@ -202,18 +218,43 @@ def plot_feature_maps(maps: Mapping[str, Any], max_channels: int = 8, title: str
     return figure
 
 
+def _channel_names(given: Mapping[str, Sequence[str]], rows: list[tuple[str, np.ndarray]],
+                   max_channels: int, numbered: bool) -> dict[str, list[str]]:
+    """The title of each shown channel, by row: ``given``'s names, else (with ``numbered``)
+    the channel's index for a row of several channels; rows without titles are left out."""
+    known = {name for name, _ in rows}
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise ValueError(f"channel_names names rows that maps lacks: {unknown}")
+    names: dict[str, list[str]] = {}
+    for name, array in rows:
+        count = min(len(array), max_channels)
+        if name in given:
+            if isinstance(given[name], (str, bytes)) or len(given[name]) != count:
+                raise ValueError(f"channel_names[{name!r}] must name the {count} channels "
+                                 f"shown, got {given[name]!r}")
+            names[name] = [str(label) for label in given[name]]
+        elif numbered and len(array) > 1:
+            names[name] = [str(channel) for channel in range(count)]
+    return names
+
+
 def plot_confusion_matrix(labels: Any, predictions: Any,
                           classes: int | Sequence[Any] | None = None, ax: Axes | None = None,
-                          title: str | None = None, cmap: str = "Blues") -> Figure:
+                          title: str | None = None, cmap: str = "Blues",
+                          vmax: int | None = None) -> Figure:
     """The :func:`confusion_matrix` as a heatmap: rows the true class, columns the predicted
     one, each cell's count written in it (0 left blank), the diagonal (right answers) and the
-    rest on one colour scale. The title, unless given, counts the right answers."""
+    rest on one colour scale, from 0 to ``vmax`` (default: the largest count; give two
+    matrices drawn side by side the same ``vmax``, so that one colour is one count in both).
+    The title, unless given, counts the right answers."""
     counts = confusion_matrix(labels, predictions, classes)
     names = class_names(classes, len(counts) - 1)
+    top = max(int(counts.max()), 1) if vmax is None else validation.positive_integer(vmax,
+                                                                                      "vmax")
     figure, axes = figure_and_axes(ax, (4.6, 4.0))
-    image = axes.imshow(counts, cmap=cmap, vmin=0, vmax=max(int(counts.max()), 1),
-                        interpolation="nearest")
-    threshold = counts.max() / 2
+    image = axes.imshow(counts, cmap=cmap, vmin=0, vmax=top, interpolation="nearest")
+    threshold = counts.max() / 2 if vmax is None else top / 2
     for (true, guess), count in np.ndenumerate(counts):
         if count:
             axes.text(guess, true, str(count), ha="center", va="center", fontsize=7,

@@ -129,6 +129,31 @@ def test_feature_maps_a_row_per_layer_at_most_max_channels():
     assert fits(wide)
 
 
+def test_feature_maps_name_or_number_their_channels_and_show_each_rows_scale():
+    maps = {"digit": np.arange(64.0).reshape(8, 8),
+            "edges": Rng(5).normal(size=(2, 8, 8)),
+            "conv": Rng(6).normal(size=(16, 8, 8))}
+    figure = plot_feature_maps(maps, max_channels=4, cmap="gray_r", numbered=True,
+                               channel_names={"edges": ["vertical", "horizontal"]},
+                               colorbar=True)
+    axes, pictures = shown(figure)
+    assert len(axes) == 1 + 2 + 4 and fits(figure)
+    assert [a.get_title() for a in axes] == ["", "vertical", "horizontal", "0", "1", "2", "3"]
+    assert all(p.get_cmap().name == "gray_r" for p in pictures)
+    bars = [a for row in figure.subfigs for a in row.axes if not a.get_images()]
+    assert len(bars) == 3                                      # a colour bar for each row
+    edges = pictures[1]
+    assert edges.get_clim() == (pytest.approx(maps["edges"].min()),
+                                pytest.approx(maps["edges"].max()))
+    plain = plot_feature_maps(maps, max_channels=4)            # the defaults: as before
+    assert all(a.get_title() == "" for a in shown(plain)[0])
+    assert len(plain.axes) == 7 and shown(plain)[1][0].get_cmap().name == "viridis"
+    with pytest.raises(ValueError, match="must name the 2 channels shown"):
+        plot_feature_maps(maps, channel_names={"edges": ["vertical"]})
+    with pytest.raises(ValueError, match="names rows that maps lacks"):
+        plot_feature_maps(maps, channel_names={"pool": ["a"]})
+
+
 def test_feature_maps_refuse_bad_input():
     with pytest.raises(ValueError, match="non-empty dict"):
         plot_feature_maps({})
@@ -162,6 +187,17 @@ def test_confusion_matrices_side_by_side_share_a_figure():
     assert plot_confusion_matrix(labels, labels, ax=left, title="all right") is figure
     plot_confusion_matrix(labels, (labels + 1) % 10, ax=right)
     assert left.get_title() == "all right" and right.get_title() == "0 of 10 right"
+
+
+def test_confusion_matrices_compared_share_one_colour_scale():
+    labels = np.repeat(np.arange(3), 10)                      # 10 of each class
+    few = plot_confusion_matrix(labels[::3], labels[::3])      # 4, 3 and 3
+    assert few.axes[0].get_images()[0].get_clim() == (0, 4)  # the default: its own largest
+    shared = [plot_confusion_matrix(labels[::3], labels[::3], vmax=10),
+              plot_confusion_matrix(labels, labels, vmax=10)]
+    assert [figure.axes[0].get_images()[0].get_clim() for figure in shared] == [(0, 10)] * 2
+    with pytest.raises(ValueError, match="vmax"):
+        plot_confusion_matrix(labels, labels, vmax=0)
 
 
 def test_confusion_matrix_plot_refuses_what_is_not_class_ids():

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 import tensorlib as tl
 import tensorlib.nn.functional as F
-from tensorlib.checks.differences import as_array, clipped
+from tensorlib.checks.differences import clipped
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
-from tensorlib.exercises import Checker, _where
+from tensorlib.exercises import Checker
 from tensorlib.nn import Embedding
 from tensorlib.rng import Rng
 
@@ -34,61 +33,10 @@ __all__ = ["check_backward_by_hand", "check_relu_backward", "check_softmax_backw
            "check_fixed_cross_entropy", "check_embedding_backward"]
 
 
-@contextmanager
-def _errors_named(checker: Checker, slips: Mapping[str, str]) -> Iterator[None]:
-    """Inside: an exception the learner's code raises whose message holds a key of ``slips``
-    stops the case, naming that slip as the likely mistake."""
-    try:
-        yield
-    except Exception as error:
-        if not isinstance(error, NotImplementedError):
-            _name_error(checker, error, slips)
-        raise
-
-
-def _name_error(checker: Checker, error: BaseException, slips: Mapping[str, str]) -> None:
-    """Stop the case with ``error`` as the learner's code raised it, naming the slip of the
-    first key of ``slips`` its message holds; return when none does."""
-    for text, slip in slips.items():
-        if text in str(error):
-            checker.true(False, f"your code raised {type(error).__name__}: "
-                         f"{clipped(str(error))}{_where(error)}", slip)
-
-
-def _close(checker: Checker, received: Any, expected: Any, what: str, *, rtol: float,
-           atol: float, mistakes: Mapping[str, Any]) -> None:
-    """``checker.close``, naming a slip of ``mistakes`` only when what was received is that
-    slip's value far more closely than that value is to the expected one: a slip that moves
-    the last digits (eps's place) is not taken for another that moves them too."""
-    checker.close(received, expected, what, rtol=rtol, atol=atol,
-                  mistakes=_closest(received, expected, mistakes))
-
-
-def _closest(received: Any, expected: Any, mistakes: Mapping[str, Any]) -> dict[str, Any]:
-    """{the slip: its value} for the first of ``mistakes`` whose value ``received`` is,
-    within a thousandth of that value's distance from ``expected``; {} when none is."""
-    try:
-        got = as_array(received).astype(np.float64)
-        want = as_array(expected).astype(np.float64)
-    except (TypeError, ValueError):
-        return {}
-    for said, value in mistakes.items():
-        if isinstance(value, tuple):  # a shape: for checker.shape
-            continue
-        try:
-            wrong = as_array(value() if callable(value) else value).astype(np.float64)
-        except Exception:  # a slip that cannot be computed for this case is not this one
-            continue
-        if wrong.shape != got.shape or wrong.shape != want.shape or \
-                not np.array_equal(np.isnan(wrong), np.isnan(got)):
-            continue
-        with np.errstate(invalid="ignore"):
-            off = np.where(np.isnan(wrong), 0.0, np.abs(got - wrong))
-            gap = np.abs(wrong - want)
-        gap = np.where(np.isnan(gap), np.inf, gap)
-        if wrong.size and gap.max() > 0 and off.max() <= 1e-3 * gap.max():
-            return {said: wrong}
-    return {}
+def _grad(leaf: tl.Tensor) -> np.ndarray:
+    """The gradient backward left on a tensor (a leaf, or one that retained it), as an array."""
+    assert leaf.grad is not None, "the backward pass gave this tensor no gradient"
+    return leaf.grad.numpy()
 
 
 # ------------------------------------------------------------------- the network's backward
@@ -153,7 +101,7 @@ def _tensorlib_gradients(v: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for tensor in t.values():
         tensor.retain_grad()
     (-t["logprobs"][np.arange(B), Y].mean()).backward()
-    return {name: tensor.grad.numpy() for name, tensor in t.items()}
+    return {name: _grad(tensor) for name, tensor in t.items()}
 
 
 def _summed_over_batch(batch: int, size: int) -> dict[str, Any]:
@@ -349,8 +297,8 @@ def check_backward_by_hand(checker: Checker, backward_by_hand: Any, X: np.ndarra
             stopped = next((name for name in _STEPS if name not in yours), _STEPS[-1])
         steps.remove(stopped)
         with checker.case(f"d_{stopped}", hint=_HINT):
-            _name_error(checker, failure, _STEP_ERRORS.get(stopped, {}))
-            raise failure
+            with checker.named_errors(_STEP_ERRORS.get(stopped, {})):
+                raise failure
     for name in steps:
         with checker.case(f"d_{name}", hint=_HINT):
             if name not in yours:
@@ -360,8 +308,8 @@ def check_backward_by_hand(checker: Checker, backward_by_hand: Any, X: np.ndarra
             shapes = {said: value for said, value in mistakes[name].items()
                       if isinstance(value, tuple)}
             checker.shape(yours[name], expected[name].shape, f"d_{name}", shapes)
-            _close(checker, yours[name], expected[name], f"d_{name}", rtol=1e-8, atol=1e-12,
-                   mistakes=mistakes[name])
+            checker.close(yours[name], expected[name], f"d_{name}", rtol=1e-8, atol=1e-12,
+                          mistakes=mistakes[name])
     return HandOn({name: yours.get(name) for name in _STEPS}, expected)
 
 
@@ -379,10 +327,10 @@ def check_relu_backward(checker: Checker, relu_backward: Any, hln: np.ndarray, W
     upstream = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     F.relu(edge).backward(upstream)
     for what, d_out, pre, expected, hint in [
-            ("the network's hln, with relu in place of tanh", h_relu.grad.numpy(), hln,
-             hln_relu.grad.numpy(), "relu passes the gradient where its input was positive, and "
+            ("the network's hln, with relu in place of tanh", _grad(h_relu), hln,
+             _grad(hln_relu), "relu passes the gradient where its input was positive, and "
              "nothing elsewhere"),
-            ("inputs -2, -0, 0, 1e-300, 3", upstream, edge.numpy(), edge.grad.numpy(),
+            ("inputs -2, -0, 0, 1e-300, 3", upstream, edge.numpy(), _grad(edge),
              "at exactly 0 the slope is 0")]:
         mistakes = {
             "pre >= 0: at exactly 0 relu's slope is 0 (pre > 0)": d_out * (pre >= 0),
@@ -394,8 +342,8 @@ def check_relu_backward(checker: Checker, relu_backward: Any, hln: np.ndarray, W
         with checker.case(what, hint=hint):
             received = relu_backward(d_out, pre)
             checker.shape(received, expected.shape, "d_input")
-            _close(checker, received, expected, "d_input", rtol=1e-10, atol=1e-14,
-                   mistakes=mistakes)
+            checker.close(received, expected, "d_input", rtol=1e-10, atol=1e-14,
+                          mistakes=mistakes)
 
 
 def _softmax_mistakes(probs: np.ndarray, d_probs: np.ndarray) -> dict[str, Any]:
@@ -422,10 +370,10 @@ def check_softmax_backward_closed_form(checker: Checker, softmax_backward: Any,
     batch = len(Y)
     probs_t = tl.tensor(probs, requires_grad=True)
     (-probs_t.log()[np.arange(batch), Y].mean()).backward()
-    d_probs = probs_t.grad.numpy()
+    d_probs = _grad(probs_t)
     scores = tl.tensor(np.log(probs), requires_grad=True)
     F.softmax(scores).backward(d_probs)
-    cases = [("the network's d_shifted, from its d_probs", probs, d_probs, scores.grad.numpy(),
+    cases = [("the network's d_shifted, from its d_probs", probs, d_probs, _grad(scores),
               "each s_j moves every p_i of its row: sum over i of d_probs_i dp_i/ds_j")]
     for shape in [(4, 5), (1, 3), (2, 3, 7)]:
         draw = Rng(sum(shape))
@@ -434,17 +382,17 @@ def check_softmax_backward_closed_form(checker: Checker, softmax_backward: Any,
         out = F.softmax(random)
         out.backward(upstream)
         cases.append((f"F.softmax on random rows of shape {shape}", out.numpy(), upstream,
-                      random.grad.numpy(), "the sum runs over the last axis and keeps it, so "
+                      _grad(random), "the sum runs over the last axis and keeps it, so "
                       "it broadcasts back"))
     keepdims = ("the row's sum lost its axis: keepdims=True keeps it (..., 1), so that it "
                 "broadcasts against probs")
     for what, p, d_p, expected, hint in cases:
         with checker.case(what, hint=hint):
-            with _errors_named(checker, {"broadcast": keepdims}):
+            with checker.named_errors({"broadcast": keepdims}):
                 received = softmax_backward(p, d_p)
             checker.shape(received, expected.shape, "d_shifted")
-            _close(checker, received, expected, "d_shifted", rtol=1e-8, atol=1e-14,
-                   mistakes=_softmax_mistakes(p, d_p))
+            checker.close(received, expected, "d_shifted", rtol=1e-8, atol=1e-14,
+                          mistakes=_softmax_mistakes(p, d_p))
 
 
 def _gradcheck_cross_entropy(function: Any, batch: int) -> bool:
@@ -480,9 +428,9 @@ def check_fixed_cross_entropy(checker: Checker, FixedCrossEntropy: Any,  # noqa:
     with checker.case("the network's logits, upstream gradient 0.7: d_logits equals "
                       "F.cross_entropy's", hint="compare with the compact form of the notebook"):
         FixedCrossEntropy.apply(mine, targets=Y).backward(np.array(0.7))
-        checker.shape(mine.grad, theirs.grad.shape, "d_logits")
-        _close(checker, mine.grad, theirs.grad, "d_logits", rtol=1e-10, atol=1e-14,
-               mistakes=mistakes)
+        checker.shape(mine.grad, _grad(theirs).shape, "d_logits")
+        checker.close(mine.grad, theirs.grad, "d_logits", rtol=1e-10, atol=1e-14,
+                      mistakes=mistakes)
     for size in (1, 2, 32):
         with checker.case(f"gradcheck in float64, batch of {size}",
                           hint="it passes for a batch of one: what in the forward depends on "
@@ -537,10 +485,10 @@ def check_embedding_backward(checker: Checker, embedding_backward: Any, X: np.nd
             "per id read, (ids, width)"}
         with checker.case(what, hint="one row of O per id read, a 1 in the column of that id; "
                                      "O transposed sums the rows that share a column"):
-            with _errors_named(checker, slips):
+            with checker.named_errors(slips):
                 received = embedding_backward(ids, upstream, vocabulary)
             checker.shape(received, (vocabulary, width), "d_C",
                           {said: value for said, value in mistakes.items()
                            if isinstance(value, tuple)})
-            _close(checker, received, table.weight.grad, "d_C", rtol=1e-10, atol=1e-14,
-                   mistakes=mistakes)
+            checker.close(received, table.weight.grad, "d_C", rtol=1e-10, atol=1e-14,
+                          mistakes=mistakes)

@@ -12,17 +12,15 @@ square root, a lost keepdims, a gradient not summed over every leading axis, a s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 import tensorlib as tl
 import tensorlib.nn.functional as F
-from tensorlib.checks.differences import as_array, clipped
+from tensorlib.checks.differences import clipped
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
-from tensorlib.exercises import Checker, _where
+from tensorlib.exercises import Checker
 from tensorlib.nn import LayerNorm
 from tensorlib.rng import Rng
 
@@ -33,55 +31,10 @@ _KEEPDIMS = ("a mean (or a sum) over the last axis lost that axis: keepdims=True
              "(..., 1), which broadcasts against x (..., C)")
 
 
-@contextmanager
-def _errors_named(checker: Checker, slips: Mapping[str, str]) -> Iterator[None]:
-    """Inside: an exception the learner's code raises whose message holds a key of ``slips``
-    stops the case, naming that slip as the likely mistake."""
-    try:
-        yield
-    except Exception as error:
-        if not isinstance(error, NotImplementedError):
-            for text, slip in slips.items():
-                if text in str(error):
-                    checker.true(False, f"your code raised {type(error).__name__}: "
-                                 f"{clipped(str(error))}{_where(error)}", slip)
-        raise
-
-
-def _close(checker: Checker, received: Any, expected: Any, what: str, *, rtol: float,
-           atol: float, mistakes: Mapping[str, Any]) -> None:
-    """``checker.close``, naming a slip of ``mistakes`` only when what was received is that
-    slip's value far more closely than that value is to the expected one: a slip that moves
-    the last digits (eps's place) is not taken for another that moves them too."""
-    checker.close(received, expected, what, rtol=rtol, atol=atol,
-                  mistakes=_closest(received, expected, mistakes))
-
-
-def _closest(received: Any, expected: Any, mistakes: Mapping[str, Any]) -> dict[str, Any]:
-    """{the slip: its value} for the first of ``mistakes`` whose value ``received`` is,
-    within a thousandth of that value's distance from ``expected``; {} when none is."""
-    try:
-        got = as_array(received).astype(np.float64)
-        want = as_array(expected).astype(np.float64)
-    except (TypeError, ValueError):
-        return {}
-    for said, value in mistakes.items():
-        if isinstance(value, tuple):  # a shape: for checker.shape
-            continue
-        try:
-            wrong = as_array(value() if callable(value) else value).astype(np.float64)
-        except Exception:  # a slip that cannot be computed for this case is not this one
-            continue
-        if wrong.shape != got.shape or wrong.shape != want.shape or \
-                not np.array_equal(np.isnan(wrong), np.isnan(got)):
-            continue
-        with np.errstate(invalid="ignore"):
-            off = np.where(np.isnan(wrong), 0.0, np.abs(got - wrong))
-            gap = np.abs(wrong - want)
-        gap = np.where(np.isnan(gap), np.inf, gap)
-        if wrong.size and gap.max() > 0 and off.max() <= 1e-3 * gap.max():
-            return {said: wrong}
-    return {}
+def _grad(leaf: tl.Tensor) -> np.ndarray:
+    """The gradient backward left on a tensor (a leaf, or one that retained it), as an array."""
+    assert leaf.grad is not None, "the backward pass gave this tensor no gradient"
+    return leaf.grad.numpy()
 
 
 # ------------------------------------------------------------------------------ LayerNorm
@@ -96,7 +49,7 @@ def package_layer_norm_backward(x: np.ndarray, weight: np.ndarray, eps: float,
     """(dx, dweight, dbias) of ``F.layer_norm`` at x (..., C) for the upstream dy (..., C)."""
     xt, wt, bt = (tl.tensor(a, requires_grad=True) for a in (x, weight, np.zeros_like(weight)))
     F.layer_norm(xt, wt, bt, eps).backward(dy)
-    return xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()
+    return _grad(xt), _grad(wt), _grad(bt)
 
 
 def _forward_mistakes(x: np.ndarray, weight: np.ndarray, bias: np.ndarray,
@@ -195,7 +148,7 @@ _BACKWARD_HINT = ("dx = r (g - mean(g) - x_hat mean(g x_hat)) with g = dy * weig
 
 
 def _norm_inputs(draw: Rng, shape: tuple[int, ...], mean: float,
-                 scale: float) -> tuple[np.ndarray, ...]:
+                 scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """x, weight (about 1), bias (about 0) and dy, in float64."""
     x = draw.normal(mean, scale, size=shape).astype(np.float64)
     weight = draw.normal(1.0, 0.5, size=shape[-1]).astype(np.float64)
@@ -216,16 +169,16 @@ def check_layer_norm(checker: Checker, layer_norm_forward: Any,
     for what, shape, eps, x, weight, bias, _ in cases:
         with checker.case(f"forward: {what}", hint=_FORWARD_HINT):
             mistakes = _forward_mistakes(x, weight, bias, eps)
-            with _errors_named(checker, {"broadcast": _KEEPDIMS}):
+            with checker.named_errors({"broadcast": _KEEPDIMS}):
                 y = layer_norm_forward(x, weight, bias, eps)
             checker.shape(y, shape, "y")
-            _close(checker, y, package_layer_norm_forward(x, weight, bias, eps), "y", rtol=1e-9,
-                   atol=1e-10, mistakes=mistakes)
+            checker.close(y, package_layer_norm_forward(x, weight, bias, eps), "y", rtol=1e-9,
+                          atol=1e-10, mistakes=mistakes)
     for what, shape, eps, x, weight, _, dy in cases:
         summed = ": dweight and dbias sum over both leading axes" if len(shape) > 2 else ""
         with checker.case(f"backward: {what}{summed}", hint=_BACKWARD_HINT):
             mistakes = _backward_mistakes(x, weight, eps, dy)
-            with _errors_named(checker, {"broadcast": _KEEPDIMS}):
+            with checker.named_errors({"broadcast": _KEEPDIMS}):
                 received = layer_norm_backward(x, weight, eps, dy)
             checker.true(isinstance(received, (tuple, list)) and len(received) == 3,
                          f"layer_norm_backward returns (dx, dweight, dbias); received "
@@ -237,7 +190,7 @@ def check_layer_norm(checker: Checker, layer_norm_forward: Any,
                           if isinstance(value, tuple)}
                 checker.shape(mine, theirs.shape, name, shapes)
             for name, mine, theirs in zip(names, received, expected, strict=True):
-                _close(checker, mine, theirs, name, rtol=1e-8, atol=1e-10, mistakes=mistakes[name])
+                checker.close(mine, theirs, name, rtol=1e-8, atol=1e-10, mistakes=mistakes[name])
     return HandOn((layer_norm_forward, layer_norm_backward),
                   (package_layer_norm_forward, package_layer_norm_backward))
 
@@ -258,6 +211,7 @@ def check_layer_norm_row_sums(checker: Checker, predictions: Any) -> None:
     for seed, (mean, std) in enumerate([(0.0, 1.0), (5.0, 2.0), (-3.0, 20.0)]):
         draw = Rng(100 + seed)
         layer = LayerNorm(7, dtype=np.float64)
+        assert layer.weight is not None, "LayerNorm(7) has a weight"
         with tl.no_grad():
             layer.weight.copy_(draw.normal(1.0, 0.5, size=7))
         rows = tl.tensor(draw.normal(mean, std, size=(3, 7)).astype(np.float64),
@@ -265,8 +219,8 @@ def check_layer_norm_row_sums(checker: Checker, predictions: Any) -> None:
         layer(rows).backward(draw.normal(size=(3, 7)).astype(np.float64))
         centred = rows.data - rows.data.mean(-1, keepdims=True)
         normalized = centred / np.sqrt((centred**2).mean(-1, keepdims=True) + layer.eps)
-        measured = {"sum of dx": rows.grad.numpy().sum(-1),
-                    "sum of dx * x_hat": (rows.grad.numpy() * normalized).sum(-1)}
+        measured = {"sum of dx": _grad(rows).sum(-1),
+                    "sum of dx * x_hat": (_grad(rows) * normalized).sum(-1)}
         for what, values in measured.items():
             with checker.case(f"{what}, rows of mean {mean} and std {std}",
                               hint="which direction of x leaves the output unchanged?"):
@@ -316,12 +270,12 @@ def check_rms_norm(checker: Checker, rms_norm: Any) -> None:
         with checker.case(f"value, shape {shape}, inputs of size about {scale}",
                           hint="the mean of the squares is over the last axis only, kept as "
                                "(..., 1)"):
-            with _errors_named(checker, {"broadcast": _KEEPDIMS}):
+            with checker.named_errors({"broadcast": _KEEPDIMS}):
                 y = rms_norm(x, weight, eps=1e-3)
             checker.shape(y, shape, "rms_norm(x, w)")
-            _close(checker, y, _rms(x.numpy(), weight.numpy(), 1e-3), "rms_norm(x, w)",
-                   rtol=1e-10, atol=1e-12,
-                   mistakes=_rms_norm_mistakes(x.numpy(), weight.numpy(), 1e-3))
+            checker.close(y, _rms(x.numpy(), weight.numpy(), 1e-3), "rms_norm(x, w)",
+                          rtol=1e-10, atol=1e-12,
+                          mistakes=_rms_norm_mistakes(x.numpy(), weight.numpy(), 1e-3))
         with checker.case(f"gradcheck in float64, shape {shape}",
                           hint="build it only from tensor operations, never from .data, so "
                                "autograd sees every step"):
@@ -390,19 +344,19 @@ def check_rms_norm_backward(checker: Checker, rms_norm_backward: Any) -> None:
         with checker.case(f"shape {shape}, inputs of size about {scale}, eps {eps}",
                           hint="r depends on x: its derivative gives a term along x_hat; the "
                                "weight's gradient sums over every axis but the last"):
-            with _errors_named(checker, {"broadcast": _KEEPDIMS}):
+            with checker.named_errors({"broadcast": _KEEPDIMS}):
                 received = rms_norm_backward(x, w, dy, eps)
             checker.true(isinstance(received, (tuple, list)) and len(received) == 2,
                          f"rms_norm_backward returns (dx, dw); received "
                          f"{clipped(repr(received), 100)}")
-            expected = {"dx": x_t.grad.numpy(), "dw": w_t.grad.numpy()}
+            expected = {"dx": _grad(x_t), "dw": _grad(w_t)}
             for name, mine in zip(expected, received, strict=True):
                 checker.shape(mine, expected[name].shape, name,
                               {said: value for said, value in mistakes[name].items()
                                if isinstance(value, tuple)})
             for name, mine in zip(expected, received, strict=True):
-                _close(checker, mine, expected[name], name, rtol=1e-8, atol=1e-10,
-                       mistakes=mistakes[name])
+                checker.close(mine, expected[name], name, rtol=1e-8, atol=1e-10,
+                              mistakes=mistakes[name])
 
 
 def _bisected(slope: Any, low: float = -2.0, high: float = 0.0) -> float:
@@ -417,7 +371,7 @@ def _gelu_slope(x: float, approximate: str = "none") -> float:
     """gelu's derivative at x, from tensorlib's backward."""
     point = tl.tensor([x], dtype=np.float64, requires_grad=True)
     F.gelu(point, approximate=approximate).sum().backward()
-    return float(point.grad.numpy()[0])
+    return float(_grad(point)[0])
 
 
 def _gelu(x: float, approximate: str = "none") -> float:
@@ -454,8 +408,8 @@ def check_gelu_minimum(checker: Checker, gelu_minimum: Any) -> None:
                      f"{slope:.3g}, not 0", named)
     with checker.case("your x is the lowest point on a grid of step 1e-5",
                       hint="search the negative side: gelu is positive for x > 0"):
-        _close(checker, gelu_minimum()[0], fine[lowest], "x at the minimum", rtol=0, atol=2e-5,
-               mistakes=x_mistakes)
+        checker.close(gelu_minimum()[0], fine[lowest], "x at the minimum", rtol=0, atol=2e-5,
+                      mistakes=x_mistakes)
     with checker.case("your value is the gelu of your x and the minimum on the grid",
                       hint="the value is x * Phi(x) at your x"):
         x_min, value = gelu_minimum()
@@ -468,8 +422,8 @@ def check_gelu_minimum(checker: Checker, gelu_minimum: Any) -> None:
             "the tanh approximation's value, not the exact gelu's": lambda: _gelu(x_min, "tanh"),
             "the derivative at x, not gelu(x)": lambda: _gelu_slope(x_min),
         }
-        _close(checker, value, _gelu(x_min), "gelu(your x)", rtol=0, atol=1e-9,
-               mistakes=value_mistakes)
+        checker.close(value, _gelu(x_min), "gelu(your x)", rtol=0, atol=1e-9,
+                      mistakes=value_mistakes)
         checker.close(value, on_grid[lowest], "the grid's minimum", rtol=0, atol=1e-9)
     if checker.passed:
         x_min, value = gelu_minimum()

@@ -13,17 +13,13 @@ computed here from the same inputs.
 
 from __future__ import annotations
 
-import os
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import tensorlib as tl
 import tensorlib.nn.functional as F
-from tensorlib.checks.differences import clipped
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
 from tensorlib.exercises import Checker
 from tensorlib.rng import Rng
@@ -31,32 +27,6 @@ from tensorlib.rng import Rng
 __all__ = ["check_matmul_backward", "check_softmax_backward", "check_cross_entropy_by_hand",
            "check_matvec_backward", "check_log_softmax_backward",
            "check_smoothed_cross_entropy_grad"]
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _where(error: BaseException) -> str:
-    """" (in f, line 4)": the last frame of the learner's code in the traceback, or ""."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if not frame.filename.startswith(_PACKAGE) and "site-packages" not in frame.filename
-              and not frame.filename.startswith("<frozen") and "contextlib" not in frame.filename]
-    if not frames or frames[-1].name == "<module>":
-        return ""
-    return f" (in {frames[-1].name}, line {frames[-1].lineno})"
-
-
-@contextmanager
-def _errors_named(checker: Checker, likely: str, match: str) -> Iterator[None]:
-    """A ValueError whose message holds ``match``, raised by the learner's code in the block,
-    is reported as the case's failure with ``likely`` as its likely mistake (the slip that
-    raises it there); any other exception goes on to the case."""
-    try:
-        yield
-    except ValueError as error:
-        if match not in str(error):
-            raise
-        checker.true(False, f"your code raised {type(error).__name__}: {clipped(str(error))}"
-                     f"{_where(error)}", likely)
 
 
 def _pair(checker: Checker, received: Any, what: str) -> tuple[Any, Any]:
@@ -152,7 +122,8 @@ def check_matmul_backward(checker: Checker, matmul_backward: Callable[..., Any])
         with checker.case(f"a {a_shape} @ b {b_shape}{square}",
                           hint="grad_a = grad_c @ b.T; grad_b = a.T @ grad_c, summed over the "
                                "batch axes when a has them"):
-            with _errors_named(checker, _BATCH_T if len(a_shape) > 2 else _NO_T, "matmul"):
+            with checker.named_errors({"matmul": _BATCH_T if len(a_shape) > 2 else _NO_T},
+                                      (ValueError,)):
                 received = matmul_backward(a.copy(), b.copy(), grad_c.copy())
             grad_a, grad_b = _tensorlib_matmul_backward(a, b, grad_c)
             for_a, for_b = _matmul_mistakes(a, b, grad_c, grad_a, grad_b)
@@ -208,8 +179,9 @@ def check_softmax_backward(checker: Checker, softmax_backward: Callable[..., Any
         mistakes = _softmax_mistakes(p, grad_p)
         with checker.case(what, hint="p * (grad_p - sum(grad_p * p)) with the sum over the "
                           "last axis, keepdims=True so each row subtracts its own"):
-            with _errors_named(checker, "keepdims=True missing: the row sums, shape (N,), "
-                               "do not line up with the rows of p, shape (N, V)", "broadcast"):
+            with checker.named_errors({"broadcast": "keepdims=True missing: the row sums, shape "
+                                       "(N,), do not line up with the rows of p, shape (N, V)"},
+                                      (ValueError,)):
                 received = softmax_backward(p.copy(), grad_p.copy())
             checker.shape(received, p.shape, "dL/dz (p's shape)", mistakes)
             checker.close(received, _tensorlib_softmax_backward(p, grad_p), "dL/dz",
@@ -332,8 +304,8 @@ def check_matvec_backward(checker: Checker, matvec_backward: Callable[..., Any])
         with checker.case(f"A of shape ({n}, {k}), v of shape ({k},)",
                           hint="A_ip meets v_p in u_i only: an outer product; v_p meets "
                                "column p of A in every u_i: a transposed product"):
-            with _errors_named(checker, "A @ grad_u: A is not transposed (A.T @ grad_u has "
-                               "v's shape)", "matmul"):
+            with checker.named_errors({"matmul": "A @ grad_u: A is not transposed (A.T @ grad_u "
+                                                 "has v's shape)"}, (ValueError,)):
                 received = matvec_backward(A.copy(), v.copy(), grad_u.copy())
             grad_A, grad_v = _pair(checker, received, "matvec_backward's result")
             checker.shape(grad_A, (n, k), "dL/dA (A's shape)", for_A)
@@ -386,8 +358,9 @@ def check_log_softmax_backward(checker: Checker, LogSoftmax: Any) -> None:
             checker.shape(out, z.shape, "the forward's output y (z's shape)")
             checker.close(out, y, "the forward's output y = log_softmax(z)", rtol=1e-12,
                           atol=1e-12)
-            with _errors_named(checker, "keepdims=True missing: the row sums, shape (N,), do "
-                               "not line up with the rows, shape (N, V)", "broadcast"):
+            with checker.named_errors({"broadcast": "keepdims=True missing: the row sums, shape "
+                                       "(N,), do not line up with the rows, shape (N, V)"},
+                                      (ValueError,)):
                 out.backward(upstream)
             checker.true(mine.grad is not None, "backward gave z no gradient")
             checker.shape(mine.grad, z.shape, "dL/dz (z's shape)", mistakes)

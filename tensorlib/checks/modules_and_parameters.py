@@ -12,16 +12,12 @@ walk with that slip over the learner's own dicts, so the report names it.
 
 from __future__ import annotations
 
-import os
-import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 import tensorlib as tl
-from tensorlib.checks.differences import clipped
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
 from tensorlib.exercises import Checker
 from tensorlib.nn import Module, Parameter
@@ -30,39 +26,13 @@ from tensorlib.rng import Rng
 __all__ = ["check_tiny_module", "check_tiny_named_modules", "check_tiny_num_parameters",
            "check_residual", "check_freeze_all_but"]
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _where(error: BaseException) -> str:
-    """" (in f, line 4)": the last frame of the learner's code in the traceback, or ""."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if not frame.filename.startswith(_PACKAGE) and "site-packages" not in frame.filename
-              and not frame.filename.startswith("<frozen") and "contextlib" not in frame.filename]
-    if not frames or frames[-1].name == "<module>":
-        return ""
-    return f" (in {frames[-1].name}, line {frames[-1].lineno})"
-
-
-@contextmanager
-def _errors_named(checker: Checker, likely: str, kinds: tuple[type[BaseException], ...],
-                  match: str = "") -> Iterator[None]:
-    """An exception of ``kinds`` whose message holds ``match``, raised by the learner's code in
-    the block, is reported as the case's failure with ``likely`` as its likely mistake (the
-    slip that raises it there); any other exception goes on to the case."""
-    try:
-        yield
-    except kinds as error:
-        if match not in str(error):
-            raise
-        checker.true(False, f"your code raised {type(error).__name__}: {clipped(str(error))}"
-                     f"{_where(error)}", likely)
-
-
-_RECURSION = ("setattr(self, name, value) (or self.name = value) inside __setattr__ calls "
-              "__setattr__ again, forever: store a plain attribute with "
-              "object.__setattr__(self, name, value)")
-_COMPARED = ("tensors compared with == (`p in a list`, `p == q`): that compares entry by "
-             "entry; tell tensors apart by identity, id(p) in a set")
+# What the error a usual slip raises says -> that slip (Checker.named_errors): any
+# RecursionError; a ValueError or RuntimeError about a tensor's truth value.
+_RECURSION = {"": "setattr(self, name, value) (or self.name = value) inside __setattr__ calls "
+                  "__setattr__ again, forever: store a plain attribute with "
+                  "object.__setattr__(self, name, value)"}
+_COMPARED = {"truth value": "tensors compared with == (`p in a list`, `p == q`): that compares "
+                            "entry by entry; tell tensors apart by identity, id(p) in a set"}
 
 
 def _tree(Base: Any, Weight: Any) -> Any:  # noqa: N803
@@ -213,7 +183,7 @@ def _check_named_once(checker: Checker, mine: Any, theirs: Any,
     """``mine``'s parameter names are ``theirs``' less the ``shared`` ones (a tensor already
     named earlier in the walk), in order; returns the expected names."""
     expected = [name for name in _names(theirs.named_parameters()) if name not in shared]
-    with _errors_named(checker, _COMPARED, (ValueError, RuntimeError), "truth value"):
+    with checker.named_errors(_COMPARED, (ValueError, RuntimeError)):
         names = _names(mine.named_parameters())
     mistakes = _walk_mistakes(mine)
     checker.equal([name for name in names if name not in expected], [],
@@ -247,7 +217,7 @@ def check_tiny_module(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
     x = Rng(12).normal(size=(4, 3))
 
     def trees() -> tuple[Any, Any]:
-        with _errors_named(checker, _RECURSION, (RecursionError,)):
+        with checker.named_errors(_RECURSION, (RecursionError,)):
             mine = _tree(TinyModule, TinyParameter)
         return mine, _tree(Module, Parameter)
 
@@ -293,7 +263,7 @@ def check_tiny_module(checker: Checker, TinyModule: Any, TinyParameter: Any) -> 
                       "its walk yields with prefix + child_name + '.' in front; yield the filed "
                       "tensors themselves"):
         mine, theirs = trees()
-        with _errors_named(checker, _COMPARED, (ValueError, RuntimeError), "truth value"):
+        with checker.named_errors(_COMPARED, (ValueError, RuntimeError)):
             names = _names(mine.named_parameters())
         checker.equal(names, _names(theirs.named_parameters()), "the names, in order",
                       _walk_mistakes(mine))
@@ -486,8 +456,9 @@ def check_tiny_num_parameters(checker: Checker, tiny_num_parameters: Callable[..
                       "number of parameters", _count_mistakes(tree))
 
 
-_SUPER = ("super().__init__() not called first: the module's dicts do not exist until it "
-          "runs, so self.f = f cannot be filed")
+# A RuntimeError that names super().__init__() -> the slip.
+_SUPER = {"super().__init__()": "super().__init__() not called first: the module's dicts do "
+                                "not exist until it runs, so self.f = f cannot be filed"}
 
 
 def _filed_as_f(checker: Checker, names: list[str]) -> None:
@@ -510,19 +481,19 @@ def check_residual(checker: Checker, Residual: Any, Affine: Any) -> None:  # noq
         "the child not filed: assign it as self.f = f, after super().__init__()": []}
     with checker.case("names around an Affine", hint="register the child as an attribute named "
                                                      "f, after super().__init__()"):
-        with _errors_named(checker, _SUPER, (RuntimeError,), "super().__init__()"):
+        with checker.named_errors(_SUPER, (RuntimeError,)):
             wrapped = Residual(Affine(3, 3, Rng(3)))
         _filed_as_f(checker, _names(wrapped.named_parameters()))
         checker.equal(_names(wrapped.named_parameters()), ["f.weight", "f.bias"],
                       "named_parameters", names)
     with checker.case("names when wrapped twice",
                       hint="a Residual is a Module, so it can be a child"):
-        with _errors_named(checker, _SUPER, (RuntimeError,), "super().__init__()"):
+        with checker.named_errors(_SUPER, (RuntimeError,)):
             wrapped = Residual(Residual(Affine(3, 3, Rng(3))))
         checker.equal(_names(wrapped.named_parameters()), ["f.f.weight", "f.f.bias"],
                       "named_parameters", names)
     with checker.case("output and gradient around an Affine", hint="the skip path adds x itself"):
-        with _errors_named(checker, _SUPER, (RuntimeError,), "super().__init__()"):
+        with checker.named_errors(_SUPER, (RuntimeError,)):
             residual = Residual(inner)
         out = residual(x)
         outputs = {"the skip path missing: return x + self.f(x), not self.f(x)":

@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.checks.differences import as_array, clipped
+from tensorlib.checks.differences import clipped
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
 from tensorlib.exercises import Checker
 from tensorlib.nn import Parameter
 from tensorlib.optim import SGD, AdamW
+from tensorlib.tensor import Tensor
 
 __all__ = ["check_sgd_step", "check_adamw_step", "check_momentum_step", "check_adam_l2_step",
            "check_valley_predictions", "check_best_momentum"]
@@ -32,40 +33,10 @@ _IN_PLACE = ("an update in place (-=, *=, +=, or out=) changes the caller's arra
              "new arrays")
 
 
-def _close(checker: Checker, received: Any, expected: Any, what: str, *, rtol: float,
-           atol: float, mistakes: Mapping[str, Any]) -> None:
-    """``checker.close``, naming a slip of ``mistakes`` only when what was received is that
-    slip's value far more closely than that value is to the expected one: a slip that moves
-    the last digits (eps's place) is not taken for another that moves them too."""
-    checker.close(received, expected, what, rtol=rtol, atol=atol,
-                  mistakes=_closest(received, expected, mistakes))
-
-
-def _closest(received: Any, expected: Any, mistakes: Mapping[str, Any]) -> dict[str, Any]:
-    """{the slip: its value} for the first of ``mistakes`` whose value ``received`` is,
-    within a thousandth of that value's distance from ``expected``; {} when none is."""
-    try:
-        got = as_array(received).astype(np.float64)
-        want = as_array(expected).astype(np.float64)
-    except (TypeError, ValueError):
-        return {}
-    for said, value in mistakes.items():
-        if isinstance(value, tuple):  # a shape: for checker.shape
-            continue
-        try:
-            wrong = as_array(value() if callable(value) else value).astype(np.float64)
-        except Exception:  # a slip that cannot be computed for this case is not this one
-            continue
-        if wrong.shape != got.shape or wrong.shape != want.shape or \
-                not np.array_equal(np.isnan(wrong), np.isnan(got)):
-            continue
-        with np.errstate(invalid="ignore"):
-            off = np.where(np.isnan(wrong), 0.0, np.abs(got - wrong))
-            gap = np.abs(wrong - want)
-        gap = np.where(np.isnan(gap), np.inf, gap)
-        if wrong.size and gap.max() > 0 and off.max() <= 1e-3 * gap.max():
-            return {said: wrong}
-    return {}
+def _grad(leaf: Tensor) -> np.ndarray:
+    """The gradient backward left on a leaf, as an array."""
+    assert leaf.grad is not None, "the backward pass gave this leaf no gradient"
+    return leaf.grad.numpy()
 
 
 # ----------------------------------------------------------------------------------- SGD
@@ -146,14 +117,14 @@ def _sgd_steps(checker: Checker, sgd_step: Any, p_start: Any, gradients: Sequenc
             checker.true(new_b is not None, f"the velocity b after step {t} is None",
                          "b is None only before the first step: start it at a copy of g")
             checker.shape(new_b, b_package.shape, f"the velocity b after step {t}")
-            _close(checker, new_b, b_package, f"the velocity b after step {t}", rtol=1e-12,
-                   atol=1e-12, mistakes=mistakes["b"])
+            checker.close(new_b, b_package, f"the velocity b after step {t}", rtol=1e-12,
+                          atol=1e-12, mistakes=mistakes["b"])
             checker.true(not np.shares_memory(new_b, g), f"the velocity after step {t} is "
                          "the gradient array g itself",
                          "b = g on the first step makes b the same array as g: start it from a "
                          "copy, g.copy()")
-        _close(checker, new_p, p_package, f"p after step {t}", rtol=1e-12, atol=1e-12,
-               mistakes=mistakes["p"])
+        checker.close(new_p, p_package, f"p after step {t}", rtol=1e-12, atol=1e-12,
+                      mistakes=mistakes["p"])
         p_mine, b_mine = new_p, new_b
 
 
@@ -214,6 +185,14 @@ def _adam_mistakes(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t
     m_hat, v_hat = m1 / (1 - beta1**t), v1 / (1 - beta2**t)
     kept = 0.0 if l2 else decay
 
+    def running(g_used: np.ndarray) -> dict[str, Callable[[], np.ndarray]]:
+        """m and v after this step with ``g_used`` in place of the gradient."""
+        return {"m": lambda: beta1 * m + (1 - beta1) * g_used,
+                "v": lambda: beta2 * v + (1 - beta2) * g_used**2}
+
+    def constant(value: np.ndarray) -> Callable[[], np.ndarray]:
+        return lambda: value
+
     def step(m_used: np.ndarray, v_used: np.ndarray, root: Callable[[np.ndarray], np.ndarray]
              = lambda a: np.sqrt(a) + eps) -> np.ndarray:
         return p - lr * (m_used / root(v_used) + kept * p)
@@ -245,21 +224,18 @@ def _adam_mistakes(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t
             moments[name] = {
                 f"{name} after the first step is {name}_hat: the corrected {name} returned where "
                 f"{name} belongs, or (1 - {beta}) missing in {right}":
-                    lambda name=name: m_hat if name == "m" else v_hat,
+                    constant(m_hat if name == "m" else v_hat),
                 **moments[name]}
     if l2:
         for said, g_used in [("the penalty left out of g: g + decay * p before m and v", g),
                              ("the penalty's sign: g + decay * p, the gradient of "
                               "decay/2 |p|^2 added", g - decay * p)]:
-            moments["m"][said] = lambda g_used=g_used: beta1 * m + (1 - beta1) * g_used
-            moments["v"][said] = lambda g_used=g_used: beta2 * v + (1 - beta2) * g_used**2
+            for name, slip in running(g_used).items():
+                moments[name][said] = slip
     else:
-        moments["m"]["the decay added to g (Adam with an L2 penalty): AdamW adds decay * p to "
-                     "the step, not to the gradient"] = \
-            lambda: beta1 * m + (1 - beta1) * (g + decay * p)
-        moments["v"]["the decay added to g (Adam with an L2 penalty): AdamW adds decay * p to "
-                     "the step, not to the gradient"] = \
-            lambda: beta2 * v + (1 - beta2) * (g + decay * p) ** 2
+        for name, slip in running(g + decay * p).items():
+            moments[name]["the decay added to g (Adam with an L2 penalty): AdamW adds decay * p "
+                          "to the step, not to the gradient"] = slip
     update = {
         "eps inside the square root: add it after the root, sqrt(v_hat) + eps":
             lambda: step(m_hat, v_hat, lambda a: np.sqrt(a + eps)),
@@ -321,8 +297,8 @@ def _adam_steps(checker: Checker, step: Any, reference: Any, name: str, p_start:
             checker.shape(mine, right.shape, f"{what} after step {t}")
         for what, mine, right in [("m", new[1], m_right), ("v", new[2], v_right),
                                   ("p", new[0], p_right)]:
-            _close(checker, mine, right, f"{what} after step {t}", rtol=1e-10, atol=atol[what],
-                   mistakes=mistakes[what])
+            checker.close(mine, right, f"{what} after step {t}", rtol=1e-10, atol=atol[what],
+                          mistakes=mistakes[what])
         p_mine, m_mine, v_mine = new
 
 
@@ -350,10 +326,10 @@ def check_adamw_step(checker: Checker, adamw_step: Any) -> HandOn:
          0.95, 1e-3, 0.2),
         ("ten steps with a gradient of -1e8 in step 2, decay 0.01", draw.normal(size=4), spike,
          0.1, 0.9, 0.999, 1e-8, 0.01)]
-    for what, start, gradients, *settings in cases:
+    for what, start, gradients, lr, beta1, beta2, eps, decay in cases:
         with checker.case(what, hint=hint):
             _adam_steps(checker, adamw_step, _reference_adamw_step, "adamw_step", start,
-                        gradients, len(gradients), *settings)
+                        gradients, len(gradients), lr, beta1, beta2, eps, decay)
     return HandOn(adamw_step, _reference_adamw_step)
 
 
@@ -362,7 +338,7 @@ def _gradient(f: Callable[[Any], Any], p: np.ndarray) -> np.ndarray:
     """The gradient of ``f`` at p, from backward() on a Parameter holding a copy of p."""
     parameter = Parameter(np.array(p), dtype=np.float64)
     f(parameter).backward()
-    return parameter.grad.numpy()
+    return _grad(parameter)
 
 
 @exercise_check("Exercise 1 (momentum_step)", yours="momentum_step")
@@ -383,7 +359,7 @@ def check_momentum_step(checker: Checker, momentum_step: Any, f: Callable[[Any],
                     else optimizer.state[0]["momentum_buffer"].copy())
                 optimizer.zero_grad()
                 f(p).backward()
-                g = p.grad.numpy().copy()
+                g = _grad(p).copy()
                 optimizer.step()
                 new = momentum_step(p_hand, _gradient(f, p_hand), b_hand, lr, mu)
                 checker.true(isinstance(new, tuple) and len(new) == 2,
@@ -392,11 +368,11 @@ def check_momentum_step(checker: Checker, momentum_step: Any, f: Callable[[Any],
                 mistakes = _sgd_mistakes(p_before, g, b_before, lr, mu)
                 p_hand, b_hand = new
                 if mu > 0:
-                    _close(checker, b_hand, optimizer.state[0]["momentum_buffer"],
-                           f"velocity after update {t}", rtol=1e-10, atol=1e-12,
-                           mistakes=mistakes["b"])
-                _close(checker, p_hand, p.numpy(), f"p after update {t}", rtol=1e-10, atol=1e-12,
-                       mistakes=mistakes["p"])
+                    checker.close(b_hand, optimizer.state[0]["momentum_buffer"],
+                                  f"velocity after update {t}", rtol=1e-10, atol=1e-12,
+                                  mistakes=mistakes["b"])
+                checker.close(p_hand, p.numpy(), f"p after update {t}", rtol=1e-10, atol=1e-12,
+                              mistakes=mistakes["p"])
 
 
 @exercise_check("Exercise 2 (adam_l2_step)", yours="adam_l2_step")

@@ -176,23 +176,23 @@ def _raised_by_neuron(error: BaseException) -> bool:
     return bool(frames) and type(frames[-1][0].f_locals.get("self")).__name__ == "Neuron"
 
 
+_NO_RNG = ("the rng is not passed on: each Neuron gets the layer's own rng (rng=rng), which the "
+           "MLP passes to every layer")
+
+
 def _built(checker: Checker, make: Callable[..., Any], *arguments: Any, **keywords: Any) -> Any:
     """``make(*arguments, **keywords)``: the learner's Layer or MLP made, or called; what its
     usual errors mean is said in the learner's words."""
     try:
-        return make(*arguments, **keywords)
+        with checker.named_errors({"'NoneType' object has no attribute 'uniform'": _NO_RNG},
+                                  (AttributeError,)):
+            return make(*arguments, **keywords)
     except NotImplementedError as error:
         if not _raised_by_neuron(error):
             raise
         checker.true(False, "your Neuron raised NotImplementedError",
                      "your Neuron is not written yet: Layer builds its neurons with it, so "
                      "write Neuron first (its cell above)")
-    except AttributeError as error:
-        if "NoneType" not in str(error) or "uniform" not in str(error):
-            raise
-        checker.true(False, f"your code raised AttributeError: {error}",
-                     "the rng is not passed on: each Neuron gets the layer's own rng "
-                     "(rng=rng), which the MLP passes to every layer")
 
 
 def _mlp_variant(sizes: list[int], point: list[float],

@@ -12,9 +12,10 @@ give, so that a report names the one the learner's result shows.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _tiny_apply(TinyTensor: type, Node: type) -> Callable[..., Any]:  # noqa: N8
     return apply
 
 
-def _watched(checker: Checker, op: type) -> tuple[type, list[Any]]:
+def _watched(checker: Checker, op: type[Any]) -> tuple[type, list[Any]]:
     """A subclass of ``op`` whose forward first checks that it is handed a context and
     arrays (not the tensors), and the list of the contexts it was handed."""
     contexts: list[Any] = []
@@ -279,15 +280,15 @@ def _graphs() -> dict[str, tuple[Callable[..., Any], list[np.ndarray]]]:
     }
 
 
+_LOOKED_UP_EARLY = ("a tensor's gradient looked up before the tensors that use it gave theirs: "
+                    "walk output first, reversed(order), each tensor after all its users")
+
+
 def _walk_backward(checker: Checker, backward: Any, root: Any) -> None:
     """``backward(root)``, a KeyError (a gradient looked up before any was stored) named as
     what it most often means."""
-    try:
+    with checker.named_errors({"": _LOOKED_UP_EARLY}, (KeyError,)):  # any KeyError
         backward(root)
-    except KeyError as error:
-        checker.true(False, f"your code raised KeyError: {error}",
-                     "a tensor's gradient looked up before the tensors that use it gave theirs: "
-                     "walk output first, reversed(order), each tensor after all its users")
 
 
 def _counted(root: Any) -> dict[int, list[int]]:
@@ -423,7 +424,7 @@ def _gradcheck(checker: Checker, fn: Callable[[tl.Tensor], tl.Tensor], t: tl.Ten
 
 
 @exercise_check("Exercise 1 (fix the swish backward)", yours="Swish")
-def check_swish(checker: Checker, Swish: type,  # noqa: N803
+def check_swish(checker: Checker, Swish: type[tl.Function],  # noqa: N803
                 check_inputs: dict[str, tl.Tensor]) -> None:
     """``Swish``: its forward, x sigmoid(x) (shape, then values), then its backward's gradient
     for an uneven upstream gradient, then gradcheck, on each of the notebook's inputs."""
@@ -447,7 +448,7 @@ def check_swish(checker: Checker, Swish: type,  # noqa: N803
 
 
 @exercise_check("Exercise 2 (SmoothClamp)", yours="SmoothClamp")
-def check_smooth_clamp(checker: Checker, SmoothClamp: type,  # noqa: N803
+def check_smooth_clamp(checker: Checker, SmoothClamp: type[tl.Function],  # noqa: N803
                        check_inputs: dict[str, tl.Tensor]) -> None:
     """``SmoothClamp`` for c = 1, 2.5 and 0.5: its forward, c tanh(x / c) (shape, then
     values), then its backward's gradient for an uneven upstream gradient, then gradcheck."""
@@ -465,7 +466,7 @@ def check_smooth_clamp(checker: Checker, SmoothClamp: type,  # noqa: N803
                     "x multiplied by c inside the tanh: it is divided, tanh(x / c)":
                         c * np.tanh(x * c),
                     "c not used: the keyword c= arrives as forward's argument c": np.tanh(x)})
-                _gradient(checker, lambda v, c=c: SmoothClamp.apply(v, c=c), t,
+                _gradient(checker, functools.partial(SmoothClamp.apply, c=c), t,
                           w * (1 - tanh**2), {
                     "the incoming gradient forgotten: multiply by grad": 1 - tanh**2,
                     "a factor c too many: the outer c and the 1/c of u = x / c cancel":
@@ -476,7 +477,7 @@ def check_smooth_clamp(checker: Checker, SmoothClamp: type,  # noqa: N803
                     "tanh(x / c) itself": w * (1 - (c * tanh) ** 2),
                     "tanh's derivative taken at x: it is 1 - tanh(x / c)**2":
                         w * (1 - np.tanh(x) ** 2)})
-                _gradcheck(checker, lambda v, c=c: SmoothClamp.apply(v, c=c), t)
+                _gradcheck(checker, functools.partial(SmoothClamp.apply, c=c), t)
 
 
 @exercise_check("Exercise 3 (cumsum with custom_gradient)", yours="cumsum_with_grad")
@@ -506,14 +507,14 @@ def check_cumsum_with_grad(checker: Checker, cumsum_with_grad: Any,
             _gradcheck(checker, cumsum_with_grad, t)
 
 
-def _wrong_shape_truth(MulSquare: type) -> dict[str, Any]:  # noqa: N803
+def _wrong_shape_truth(MulSquare: type[tl.Function]) -> dict[str, Any]:  # noqa: N803
     """What happens when ``MulSquare``'s backward returns b's gradient as (1, 3)."""
     def backward(ctx: Any, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a, b = ctx.saved_tensors
         return grad * b * b, (2 * grad * a * b).reshape(1, 3)   # (1, 3) for a (3,) input
 
-    wrong_shape = type("MulSquareWrongShape", (MulSquare,),
-                       {"backward": staticmethod(backward)})
+    wrong_shape = cast("type[tl.Function]", type("MulSquareWrongShape", (MulSquare,),
+                                                 {"backward": staticmethod(backward)}))
     a = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = tl.tensor([0.5, -1.0, 2.0], requires_grad=True)
     message = ""
@@ -526,7 +527,8 @@ def _wrong_shape_truth(MulSquare: type) -> dict[str, Any]:  # noqa: N803
             "a.grad is None": a.grad is None}
 
 
-_PREDICTED = {  # each question: the hint, and what a wrong prediction overlooks
+# each question: the hint, and what a wrong prediction overlooks
+_PREDICTED: dict[str, tuple[str, dict[str, Any]]] = {
     "raises": ("after each backward the engine compares every gradient with the shape its "
                "input had in the forward",
                {"no error predicted: the engine compares each gradient with its input's shape "
@@ -544,7 +546,7 @@ _PREDICTED = {  # each question: the hint, and what a wrong prediction overlooks
 
 @exercise_check("Exercise 4 (a gradient of the wrong shape)", yours="predictions")
 def check_wrong_shape_predictions(checker: Checker, predictions: Any,
-                                  MulSquare: type) -> None:  # noqa: N803
+                                  MulSquare: type[tl.Function]) -> None:  # noqa: N803
     """``predictions()`` against what the backward of ``MulSquare`` with a (1, 3) gradient
     for b does, run here."""
     truth = _wrong_shape_truth(MulSquare)

@@ -13,7 +13,7 @@ one the learner's view has.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,13 @@ def _whole(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def _as_values(mistakes: Mapping[str, Any]) -> dict[str, Any]:
+    """``mistakes`` for ``checker.equal`` of a shape or strides, each tuple as a list: a tuple
+    in ``mistakes=`` is taken for a shape, which only ``checker.shape`` compares."""
+    return {said: list(value) if isinstance(value, tuple) else value
+            for said, value in mistakes.items()}
+
+
 def _is_view(checker: Checker, received: Any, StridedArray: type) -> None:  # noqa: N803
     checker.true(isinstance(received, StridedArray),
                  f"expected a StridedArray, received {type(received).__name__}",
@@ -104,7 +111,7 @@ def _check_view(checker: Checker, StridedArray: type, received: Any,  # noqa: N8
                          "a stride or the offset is a float: `/` divides into floats (multiply, "
                          "or use //)")
         checker.equal(got[index], expected[index], what,
-                      {said: layout[index] for said, layout in ordered})
+                      _as_values({said: layout[index] for said, layout in ordered}))
     checker.equal(got, _layout(package), "(shape, strides, offset) as tensorlib makes it")
     checker.equal(received.tolist_flat(), theirs.ravel().tolist(), "every element read")
 
@@ -352,6 +359,8 @@ _BROADCASTS: list[tuple[str, Callable[[np.ndarray], np.ndarray], tuple[int, ...]
     ("a (3, 1) column to (2, 3, 1): the size-1 axis that stays size 1 gets stride 0 too",
      lambda b: b[:3].reshape(3, 1), (2, 3, 1)),
 ]
+_REFUSED_WRONGLY = ("a shape that broadcasts refused: line the shapes up from the right (new "
+                    "axes in front); a size-1 axis may become any size")
 _REFUSED: list[tuple[str, Callable[[np.ndarray], np.ndarray], tuple[int, ...], str]] = [
     ("a[:2], (2, 4), to (5, 4)", lambda b: b[:12].reshape(3, 4)[:2], (5, 4),
      "a size that is neither 1 nor the new size (2 against 5) not refused: raise ValueError"),
@@ -380,12 +389,8 @@ def check_strided_broadcast_to(checker: Checker, broadcast_to: Any,
             view = _strided_view(StridedArray, numpy_view, buffer)
             theirs = np.broadcast_to(numpy_view, shape)
             slips = _broadcast_slips(_layout(view), shape)
-            try:
+            with checker.named_errors({"": _REFUSED_WRONGLY}, (ValueError,)):  # any ValueError
                 received = broadcast_to(view, shape)
-            except ValueError as error:
-                checker.true(False, f"your code raised ValueError: {error}",
-                             "a shape that broadcasts refused: line the shapes up from the "
-                             "right (new axes in front); a size-1 axis may become any size")
             _check_view(checker, StridedArray, received, theirs, package(view, shape),
                         _without_right(slips, _numpy_layout(theirs, buffer)))
     for what, make, shape, slip in _REFUSED:
@@ -403,12 +408,14 @@ def check_strided_broadcast_to(checker: Checker, broadcast_to: Any,
 
 # ----------------------------------------------------------------------------- exercises
 def _merged(slips: dict[str, Any], why: str) -> dict[str, Any]:
-    """``slips`` (a few words -> what that slip gives) as ``mistakes=``: the slips that give
-    the same value in this case are named together, and each name ends with ``why``."""
+    """``slips`` (a few words -> what that slip gives) as ``mistakes=`` (see
+    :func:`_as_values`): the slips that give the same value in this case are named together,
+    and each name ends with ``why``."""
     groups: dict[Any, list[str]] = {}
     for said, value in slips.items():
         groups.setdefault(value, []).append(said)
-    return {f"{', or '.join(names)}: {why}": value for value, names in groups.items()}
+    return _as_values({f"{', or '.join(names)}: {why}": value
+                       for value, names in groups.items()})
 
 
 _DIAGONALS = [("a[:, :3]", lambda a: a[:, :3]), ("a[:, 1:].T", lambda a: a[:, 1:].T),
@@ -430,9 +437,9 @@ def check_diagonal(checker: Checker, diagonal: Any, StridedArray: type) -> None:
             down, right = view.strides
             got = diagonal(view)
             _is_view(checker, got, StridedArray)
-            checker.equal(tuple(got.shape), shape, "shape", {
+            checker.equal(tuple(got.shape), shape, "shape", _as_values({
                 "the whole matrix's shape: a diagonal has one axis of n elements":
-                    tuple(view.shape)})
+                    tuple(view.shape)}))
             checker.equal(tuple(got.strides), strides, "strides (in elements)", _merged({
                 "one row down only": (down,), "one column right only": (right,),
                 "the two strides multiplied": (down * right,)},
@@ -470,13 +477,13 @@ def check_split_axis(checker: Checker, split_axis: Any, StridedArray: type) -> N
             got = split_axis(view, axis, sizes)
             _is_view(checker, got, StridedArray)
             checker.equal(tuple(got.shape), shape, "shape")
-            checker.equal(tuple(got.strides), strides, "strides (in elements)", {
+            checker.equal(tuple(got.strides), strides, "strides (in elements)", _as_values({
                 "the two strides swapped: the inner axis keeps the old stride s, the outer "
                 "steps over n of them (n * s)": split(stride, n * stride),
                 "the outer stride m * s: it steps over the n elements of the inner axis, "
                 "n * s": split(m * stride, stride),
                 "fresh row-major strides: splitting a view keeps the axis's own stride s":
-                    split(n, 1)})
+                    split(n, 1)}))
             checker.equal(got.offset, offset, "offset",
                           {"the offset set to 0: a view keeps self.offset": 0})
             checker.equal(got.tolist_flat(), theirs.ravel().tolist(), "elements")
@@ -504,18 +511,18 @@ def check_sliding_windows(checker: Checker, sliding_windows: Any) -> None:
             theirs = np.lib.stride_tricks.as_strided(signal, shape=(count, length),
                                                      strides=(4, 4))
             windows = sliding_windows(signal, length)
-            checker.equal(tuple(windows.shape), theirs.shape, "shape", {
+            checker.equal(tuple(windows.shape), theirs.shape, "shape", _as_values({
                 "one window short: there are len(buffer) - length + 1 windows":
                     (count - 1, length),
                 "one window too many: there are len(buffer) - length + 1 windows":
                     (count + 1, length),
                 "the axes the other way round: (windows, length)": (length, count),
                 "len(buffer) // length windows, side by side: windows overlap, one starts "
-                "at each element": (len(signal) // length, length)})
-            checker.equal(tuple(windows.strides), (1, 1), "strides (in elements)", {
+                "at each element": (len(signal) // length, length)}))
+            checker.equal(tuple(windows.strides), (1, 1), "strides (in elements)", _as_values({
                 "windows side by side (stride length): the next window starts one element "
                 "later, stride 1": (length, 1),
-                "strides in bytes: ours count elements": (4, 4)})
+                "strides in bytes: ours count elements": (4, 4)}))
             checker.equal(windows.tolist_flat(), theirs.ravel().tolist(), "elements")
 
 

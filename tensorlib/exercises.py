@@ -407,7 +407,7 @@ class Checker:
                     "out when this check last ran.",
                     f"    Run the cell where you write {name} (it must run without an error), "
                     "then this one."]
-        stale = [textwrap.fill(line, 96, subsequent_indent="    ") for line in self.stale]
+        stale = [line for message in self.stale for line in message.split("\n")]
         right = sum(result.outcome == "right" for result in results)
         if results and right == len(results):
             return stale + [f"{self.exercise}: all {_cases(right)} right."]

@@ -194,8 +194,9 @@ def last_run(name: str) -> CellRun | None:
 
 def stale_lines(pieces: Iterable[Any]) -> list[str]:
     """What a check says before its verdict when the learner's last edit of a piece's cell did
-    not make the piece the check receives: one line per such cell; [] when every piece is
-    the one its cell's last run made (or nothing is watched)."""
+    not make the piece the check receives: one message per such cell (its second line
+    indented); [] when every piece is the one its cell's last run made (or nothing is
+    watched)."""
     lines: list[str] = []
     said: list[CellRun] = []
     for piece in pieces:
@@ -206,14 +207,14 @@ def stale_lines(pieces: Iterable[Any]) -> list[str]:
         cell = f"the cell that defines {name}" + (f" (In [{run.number}])" if run.number else "")
         if not run.compiled:
             said.append(run)
-            lines.append(f"Your last edit of {cell} did not run ({run.error}): fix it and run "
-                         "that cell; the verdict below is about the version that last ran.")
+            lines.append(f"Your last edit of {cell} did not run ({run.error}):\n    fix it and "
+                         "run that cell; the verdict below is about the version that last ran.")
         elif name not in run.rebound:
             said.append(run)
             why = f"stopped before defining it ({run.error})" if run.error else \
                 "did not define it"
-            lines.append(f"The last run of {cell} {why}: fix it and run that cell; the verdict "
-                         "below is about the version that ran before.")
+            lines.append(f"The last run of {cell} {why}:\n    fix it and run that cell; the "
+                         "verdict below is about the version that ran before.")
         elif run.bound.get(name) is not piece and not _same_function(run.bound.get(name), piece):
             said.append(run)
             lines.append(f"The {name} checked here is not the one {cell} last made: run that "

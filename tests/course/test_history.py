@@ -67,8 +67,8 @@ def test_a_cell_run_is_noted_with_what_it_defined_and_where_it_stopped(shell):
     lines = history.stale_lines([shell.user_ns["double"]])
     number = history.last_run("double").number
     assert lines == [f"Your last edit of the cell that defines double (In [{number}]) did not "
-                     "run (SyntaxError, line 1): fix it and run that cell; the verdict below "
-                     "is about the version that last ran."]
+                     "run (SyntaxError, line 1):\n    fix it and run that cell; the verdict "
+                     "below is about the version that last ran."]
 
     run(shell, "1 / 0\n" + DOUBLE)  # stops before the definition
     assert "stopped before defining it (ZeroDivisionError, line 1)" in \

@@ -302,6 +302,26 @@ class Checker:
             raise _Mismatch(f"your code raised {type(error).__name__}: {clipped(str(error))}"
                             f"{_where(error)}", slip) from error
 
+    def backward_of(self, y: Any, upstream: Any, count: int) -> tuple[Any, ...]:
+        """What the learner's ``Function.backward`` returns for ``upstream`` (in y's dtype) on
+        the node their forward made for the Tensor ``y``, called as the engine calls it but
+        before the engine's own checks, so that a check tests the forward's output first and
+        then what backward returns: a tuple of ``count`` gradients. Stops the case when y has
+        no node, or backward returns another number of gradients."""
+        node = y.grad_fn
+        self.true(node is not None, "y is not part of a graph: forward must return a numpy "
+                  "array computed from its array arguments")
+        grads = node.function.backward(node, np.asarray(upstream, dtype=y.dtype))
+        if count == 1:
+            return (grads,)
+        listed = isinstance(grads, (tuple, list))
+        self.true(listed and len(grads) == count,
+                  f"backward must return {count} gradients, it returned "
+                  + (f"{len(grads)}" if listed else f"a {type(grads).__name__}"),
+                  f"return one gradient per array input of forward ({count}), None where none "
+                  "is wanted")
+        return tuple(grads)
+
     def equal(self, received: Any, expected: Any, what: str = "the result",
               mistakes: Mapping[str, Any] | None = None) -> None:
         """Stop the case unless ``received == expected`` (arrays: same shape and values).

@@ -30,13 +30,21 @@ import numpy as np
 from tensorlib.tensor import Tensor
 from tensorlib.validation import is_floating
 
-__all__ = ["as_array", "shown", "difference", "likely_mistake", "likely_error", "named_mistake",
+__all__ = ["as_array", "grad_array", "shown", "difference", "likely_mistake", "likely_error",
+           "named_mistake",
            "clipped"]
 
 
 def as_array(value: Any) -> np.ndarray:
     """A Tensor's array, or ``value`` as an array (an ndarray's ``.data`` is its raw buffer)."""
     return np.asarray(value._data if isinstance(value, Tensor) else value)
+
+
+def grad_array(leaf: Tensor) -> np.ndarray:
+    """The gradient a backward left on ``leaf``, as an array (a check's own backward through
+    tensorlib, so it is there)."""
+    assert leaf.grad is not None, "tensorlib's backward left no gradient"
+    return leaf.grad.numpy()
 
 
 def clipped(text: str, width: int = 160) -> str:

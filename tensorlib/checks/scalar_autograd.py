@@ -6,7 +6,8 @@ Each check compares the learner's code with ``tensorlib.scalar.Value`` and names
 slips: a gradient set (``=``) where it must be added to (``+=``), the slopes of a product
 given to the wrong input, the incoming ``grad`` not multiplied in, a node placed twice, a walk
 run inputs first. What a slip gives is computed by running the slip itself: a small class
-whose ops make it (:class:`_Slipped`, :class:`_Node`), or a walk that makes it
+whose ops make it (:class:`_Slipped`, and
+:class:`~tensorlib.checks.slipped_scalar.SlippedNode`), or a walk that makes it
 (:func:`_slipped_walk`). The graphs of the backward check are built node by node from recipes
 with every op's local derivative given (:func:`_graph`), so the learner's walk is tested even
 before their ``+`` and ``*`` are done; one op is checked on its own by :func:`_same_step`.
@@ -22,6 +23,7 @@ import numpy as np
 
 import tensorlib.scalar
 from tensorlib.checks.registry import HandOn, exercise_check, piece_check
+from tensorlib.checks.slipped_scalar import DIVIDE_SLIPS, SlippedNode
 from tensorlib.exercises import Checker
 
 __all__ = ["check_value_ops", "check_value_backward", "check_cosine",
@@ -470,58 +472,6 @@ def check_best_forward_power(checker: Checker, best_forward_power: Callable[[], 
 
 
 # ------------------------------------------------------------ exercise 3: / and tanh
-class _Node:
-    """A scalar node with ``/`` and ``tanh`` only, making ``slip`` (a key of _DIVIDE_SLIPS),
-    to compute what that slip gives."""
-
-    def __init__(self, data: float, children: Sequence[_Node] = (), slip: str = "") -> None:
-        self.data, self.children, self.slip, self.grad = data, tuple(children), slip, 0.0
-        self._backward: Callable[[float], None] = lambda grad: None
-
-    def _add(self, node: _Node, amount: float) -> None:
-        if self.slip == "set":
-            node.grad = amount
-        else:
-            node.grad += amount
-
-    def __truediv__(self, other: _Node) -> _Node:
-        out = _Node(self.data / other.data, (self, other), self.slip)
-
-        def _backward(grad: float) -> None:
-            scale = 1.0 if self.slip == "grad ignored" else grad
-            x, y = self.data, other.data
-            self._add(self, scale * y if self.slip == "times y" else scale / y)
-            y_slope = {"y sign": x / y**2, "y not squared": -x / y}.get(self.slip, -x / y**2)
-            self._add(other, y_slope * scale)
-
-        out._backward = _backward
-        return out
-
-    def tanh(self) -> _Node:
-        t = math.tanh(self.data)
-        out = _Node(t, (self,), self.slip)
-
-        def _backward(grad: float) -> None:
-            scale = 1.0 if self.slip == "grad ignored" else grad
-            slope = {"tanh of input": 1 - self.data**2, "tanh not squared": 1 - t}.get(
-                self.slip, 1 - t**2)
-            self._add(self, slope * scale)
-
-        out._backward = _backward
-        return out
-
-
-_DIVIDE_SLIPS = {
-    "y sign": "y's slope in x / y is -x / y**2: the minus sign is missing",
-    "y not squared": "y's slope in x / y is -x / y**2: y is not squared",
-    "times y": "x's slope in x / y is 1 / y: divide grad by y, do not multiply",
-    "tanh of input": "tanh's slope is 1 - t**2 with t the output (out.data), not the input",
-    "tanh not squared": "tanh's slope is 1 - t**2: the square is missing",
-    "set": "the grads are set (=), not added to (+=): x used twice loses a share",
-    "grad ignored": "the incoming grad is not multiplied in: each input gets its slope * grad",
-}
-
-
 def _walk(out: Any) -> None:
     """Backpropagate from ``out`` through any nodes with ``children`` and ``_backward``: each
     grad 0, the output's 1, the steps in reverse topological order (the check's own walk, so
@@ -536,7 +486,7 @@ def _walk(out: Any) -> None:
 
 def _slipped_divide(expression: Callable[..., Any], slip: str) -> list[float]:
     """The grads of (x, y) = (0.8, -1.7) through ``expression`` with the ops of ``slip``."""
-    x, y = _Node(0.8, slip=slip), _Node(-1.7, slip=slip)
+    x, y = SlippedNode(0.8, slip=slip), SlippedNode(-1.7, slip=slip)
     _walk(expression(x, y))
     return [x.grad, y.grad]
 
@@ -571,7 +521,7 @@ def check_truediv_and_tanh(checker: Checker, our_truediv: Callable[..., Any],
             checker.close([ours_x.grad, ours_y.grad], [theirs_x.grad, theirs_y.grad],
                           "gradients of (x, y)", rtol=1e-12, atol=1e-12, mistakes={
                               said: (lambda build=build, slip=slip: _slipped_divide(build, slip))
-                              for slip, said in _DIVIDE_SLIPS.items()})
+                              for slip, said in DIVIDE_SLIPS.items()})
 
 
 # ------------------------------------------------------------ exercise 4: predictions

@@ -40,7 +40,7 @@ lab: setup
 
 # What a new user sees: every committed drawing and plot visible in JupyterLab, none too wide.
 test-browser: setup chromium
-	$(BIN)/python -m pytest tests/course/test_browser.py -q
+	$(BIN)/python -m pytest -m browser tests/course/test_browser.py -q
 
 # ruff over everything, then mypy (the optional lint extra, pinned, installed with the pinned
 # versions kept) over the package, with the configuration of pyproject.toml's [tool.mypy].
@@ -66,7 +66,7 @@ PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 # copies under nbval.
 test: setup
 	$(BIN)/ruff check .
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests notebooks/*.ipynb --nbval --nbval-current-env -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book and not browser" tests notebooks/*.ipynb --nbval --nbval-current-env -q
 
 # The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
@@ -92,7 +92,7 @@ test-checks: setup
 # the browser test, which reads only the stored notebooks) and the notebooks that import torch.
 test-torch: setup
 	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
-	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book" tests --ignore tests/course/test_browser.py -q
+	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book and not browser" tests -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 
 # The teacher's copies through nbgrader itself (the optional nbgrader extra, installed with the

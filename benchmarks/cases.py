@@ -273,7 +273,7 @@ def describe_machine(threads: int, kernel_threads: int | None = None) -> list[st
         lines.append(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
                      f"BLAS {_torch_blas()}")
     lines.append(f"tensorlib's elementwise kernels: "
-                 f"{kernel_threads or tl.kernels.get_num_threads()} thread(s)")
+                 f"{kernel_threads or tl.engine.kernels.get_num_threads()} thread(s)")
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     lines.append(f"threads: {threads} (OMP/OPENBLAS/MKL_NUM_THREADS, the same for both); "
                  f"float32; OPENBLAS_CORETYPE {coretype or 'unset (detected)'}")
@@ -299,7 +299,7 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
             torch = None
     if args.library == "tensorlib":  # PyTorch is not imported here at all
         if args.kernel_threads:
-            tl.kernels.set_num_threads(args.kernel_threads)
+            tl.engine.kernels.set_num_threads(args.kernel_threads)
         result: dict[str, Any] = {"timings": time_library("tensorlib", args)}
     elif args.library == "torch":
         if torch is None:

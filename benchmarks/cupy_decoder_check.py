@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from tensorlib import Rng
-from tensorlib.backend import available_backends, require_backend
+from tensorlib.engine.backend import available_backends, require_backend
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW
 

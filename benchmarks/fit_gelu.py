@@ -40,7 +40,7 @@ def fit(p: float, iterations: int = 60) -> tuple[np.ndarray, float]:
 def float32_error(p: float, coefficients: np.ndarray) -> tuple[float, float]:
     """Largest absolute error of GELU and of its slope, evaluated in float32 by tensorlib."""
     import tensorlib as tl
-    from tensorlib.kernels import gelu
+    from tensorlib.engine.kernels import gelu
 
     saved = gelu.GELU32_P, gelu.GELU32_R
     gelu.GELU32_P, gelu.GELU32_R = p, tuple(coefficients)

@@ -18,7 +18,7 @@ from tensorlib.nn import functional as F
 
 try:
     from tensorlib import Rng
-except ImportError:  # benchmarks/compare.py also times trees from before tensorlib/rng.py
+except ImportError:  # benchmarks/compare.py also times trees older than tensorlib.Rng
     from tensorlib.nn import Rng
 
 VOCABULARY = 28  # 26 letters, the boundary token and one spare, as in the names workbook

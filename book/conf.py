@@ -43,8 +43,8 @@ myst_heading_slug_func = "tensorlib_book.jupyterlab_heading_slug"
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "description"
-# Signatures say Array (tensorlib.typing) where numpy's spelled-out ndarray type would stand
-autodoc_type_aliases = {"Array": "tensorlib.typing.Array"}
+# Signatures say Array (tensorlib.engine.typing) where numpy's spelled-out ndarray type would stand
+autodoc_type_aliases = {"Array": "tensorlib.engine.typing.Array"}
 autodoc_preserve_defaults = True
 add_module_names = False
 # A signature longer than this is shown one parameter a line.

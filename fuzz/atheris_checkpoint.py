@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of ``tensorlib.checkpoint.load`` with atheris (libFuzzer).
+"""Coverage-guided fuzzing of ``tensorlib.saving.checkpoint.load`` with atheris (libFuzzer).
 
 The unit tests (``tests/checkpoint/test_checkpoint_fuzz.py``) run a few hundred hypothesis
 examples in seconds; this harness runs the same contract for as long as you like::
@@ -39,10 +39,10 @@ _LOADED: dict[str, Any] = {}
 
 def _modules() -> dict[str, Any]:
     if not _LOADED:
-        from tensorlib import checkpoint
+        from tensorlib.engine.splitmix64 import Rng
         from tensorlib.nn.module import Module, Parameter
         from tensorlib.optim import AdamW
-        from tensorlib.rng import Rng
+        from tensorlib.saving import checkpoint
 
         _LOADED.update(checkpoint=checkpoint, Module=Module, Parameter=Parameter, Rng=Rng,
                        AdamW=AdamW)

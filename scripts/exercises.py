@@ -7,8 +7,8 @@ it as the source of an assignment):
 * a solution cell (``nbgrader.solution``) marks the answer with ``### BEGIN SOLUTION`` and
   ``### END SOLUTION``;
 * a check cell (``nbgrader.grade``, one point) is one call of a check function of the
-  package (``tensorlib.checks.<topic>``, see ``tensorlib.checks.registry``): a core piece's
-  ``loops_in_use = check_conv1d_loops(conv1d_loops)``, an exercise's
+  package (``tensorlib.course.checks.<topic>``, see ``tensorlib.course.checks.registry``): a core
+  piece's ``loops_in_use = check_conv1d_loops(conv1d_loops)``, an exercise's
   ``check_diagonal_stride(diagonal_stride)``; its grading line, ``assert
   check_conv1d_loops.passed``, sits between ``### BEGIN HIDDEN TESTS`` and
   ``### END HIDDEN TESTS``.

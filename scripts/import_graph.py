@@ -1,16 +1,22 @@
-"""Print the import graph of the tensorlib package, layer by layer, and every arrow that
-points up (a cycle).
+"""Print the import graph of the tensorlib package as the bands of its folders, and every
+arrow that points up.
 
-    python scripts/import_graph.py            # the layers, lowest first
+    python scripts/import_graph.py            # the bands, lowest first
     python scripts/import_graph.py --edges    # and every module's imports
+
+The package's folders are its layers, bottom to top, in the order of ``BANDS`` below; a
+module may import from its own folder and from the folders below it, never from one above.
+Inside a folder the modules are ordered too: layer 0 of a folder holds the modules that
+import nothing else of that folder, layer n those whose imports there all lie below n. So
+each folder is one contiguous band of layers, and the layers are numbered across the whole
+package.
 
 A module's imports are read from its source (``import tensorlib.x``, ``from tensorlib.x
 import y``, ``from tensorlib import x``, at any depth of the file, deferred imports in
-functions included), so nothing is executed. A subpackage stands for its ``__init__``;
-``tensorlib/__init__.py`` itself, which re-exports the public names, is left out. Layer 0
-holds the modules that import no other module of tensorlib; layer n those whose imports all
-lie in layers below n. Modules in a cycle get no layer: they are printed as such, with the
-arrows that close it, and the script exits with status 1.
+functions included), so nothing is executed. The package's namespaces (``tensorlib/__init__``
+and each folder's ``__init__``) re-export names for the user and are left out; a module
+that imports a folder's namespace imports every module it re-exports. The script exits with
+status 1 if an arrow points to a higher folder or two modules of a folder import each other.
 """
 
 from __future__ import annotations
@@ -22,16 +28,33 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "tensorlib"
 
+# The folders, bottom to top; ``tensorlib/__main__.py`` (``python -m tensorlib``) is the top.
+BANDS = ("engine", "scalar", "data", "nn", "optim", "models", "saving", "adapters",
+         "training", "viz", "course", "command_line", "__main__")
+
+# The package's one seam (tensorlib/engine/ops/function.py says why): ops return Tensors,
+# and Tensor's methods call the ops, so tensor.py imports the ops at its end.
+SEAM = ("tensorlib.engine.tensor", "tensorlib.engine.ops")
+
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def band_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def is_namespace(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
 def imports_of(path: Path, modules: set[str]) -> set[str]:
     """The tensorlib modules that the file at ``path`` imports."""
     found: set[str] = set()
-    package = module_name(path) if path.name == "__init__.py" else \
+    package = module_name(path) if is_namespace(path) else \
         module_name(path).rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for guard in ast.walk(tree):  # imports for type hints only are not arrows
@@ -58,56 +81,89 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
-# The package's one seam (tensorlib/ops/function.py says why): ops return Tensors, and
-# Tensor's methods call the ops, so tensor.py imports the ops at its end.
-SEAM = ("tensorlib.tensor", "tensorlib.ops")
-
-
-def graph() -> dict[str, set[str]]:
+def graph() -> tuple[dict[str, set[str]], set[str]]:
+    """Every module's imports, with a namespace standing for what it re-exports; and the
+    namespaces."""
     paths = [p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts]
     modules = {module_name(p) for p in paths}
-    edges = {module_name(p): imports_of(p, modules) for p in paths
-             if module_name(p) != "tensorlib"}
+    raw = {module_name(p): imports_of(p, modules) for p in paths}
+    namespaces = {module_name(p) for p in paths if is_namespace(p)}
+
+    def resolved(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        if name not in namespaces or name in seen:
+            return {name}
+        out: set[str] = set()
+        for target in raw[name]:
+            out |= resolved(target, seen | {name})
+        return out
+
+    edges = {}
+    for name, targets in raw.items():
+        if name in namespaces:
+            continue
+        edges[name] = set().union(*(resolved(t) for t in targets)) - {name} if targets else set()
     edges[SEAM[0]].discard(SEAM[1])
-    return edges
+    edges[SEAM[0]] -= {t for t in edges[SEAM[0]] if t.startswith(SEAM[1] + ".")}
+    return edges, namespaces
 
 
-def layers(edges: dict[str, set[str]]) -> tuple[list[list[str]], set[str]]:
-    """The modules layer by layer (each importing only lower layers), and those left over:
-    the modules in or above a cycle."""
-    placed: dict[str, int] = {}
+def folder_layers(names: list[str], edges: dict[str, set[str]]) -> tuple[list[list[str]], set[str]]:
+    """One folder's modules layer by layer (each importing only lower layers of the folder),
+    and those left over: the modules in or above a cycle."""
+    inside = set(names)
+    placed: set[str] = set()
     result: list[list[str]] = []
     while True:
-        layer = sorted(name for name, targets in edges.items()
-                       if name not in placed and all(t in placed for t in targets))
+        layer = sorted(n for n in names if n not in placed
+                       and all(t in placed for t in edges[n] & inside))
         if not layer:
             break
-        for name in layer:
-            placed[name] = len(result)
+        placed.update(layer)
         result.append(layer)
-    return result, set(edges) - set(placed)
+    return result, inside - placed
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edges", action="store_true", help="also print every module's imports")
     args = parser.parse_args()
-    edges = graph()
-    ordered, unplaced = layers(edges)
-    for number, layer in enumerate(ordered):
-        print(f"layer {number}: {', '.join(layer)}")
-        if args.edges:
-            for name in layer:
-                print(f"    {name} -> {', '.join(sorted(edges[name])) or '(nothing)'}")
-    if not unplaced:
-        print(f"{len(edges)} modules, every import pointing to a lower layer but the seam "
-              f"{SEAM[0]} -> {SEAM[1]}")
-        return 0
-    print(f"\n{len(unplaced)} modules in or above a cycle:")
+    edges, _ = graph()
+    rank = {band: number for number, band in enumerate(BANDS)}
+    strays = sorted(n for n in edges if band_of(n) not in rank)
+    upward = sorted((n, t) for n, targets in edges.items() for t in targets
+                    if band_of(n) in rank and band_of(t) in rank
+                    and rank[band_of(t)] > rank[band_of(n)])
+    number, unplaced = 0, set()
+    for band in BANDS:
+        names = sorted(n for n in edges if band_of(n) == band)
+        ordered, left = folder_layers(names, edges)
+        unplaced |= left
+        first = number
+        lines = []
+        for layer in ordered:
+            lines.append(f"  layer {number}: {', '.join(layer)}")
+            if args.edges:
+                lines += [f"      {n} -> {', '.join(sorted(edges[n])) or '(nothing)'}"
+                          for n in layer]
+            number += 1
+        print(f"{band}: layers {first}-{number - 1}, {len(names)} modules")
+        print("\n".join(lines))
+    problems = 0
+    for name in strays:
+        print(f"a module outside every band: {name}")
+        problems += 1
+    for name, target in upward:
+        print(f"an arrow up: {name} ({band_of(name)}) -> {target} ({band_of(target)})")
+        problems += 1
     for name in sorted(unplaced):
-        upward = sorted(t for t in edges[name] if t in unplaced)
-        print(f"    {name} -> {', '.join(upward)}")
-    return 1
+        print(f"in or above a cycle: {name} -> "
+              f"{', '.join(sorted(t for t in edges[name] if t in unplaced))}")
+        problems += 1
+    if problems:
+        return 1
+    print(f"{len(edges)} modules in {len(BANDS)} bands, every import pointing to the module's "
+          f"own band or one below, none in a cycle; the one seam: {SEAM[0]} -> {SEAM[1]}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,20 +1,31 @@
 """tensorlib: a small deep-learning engine on numpy, built up one layer at a time.
 
-The scalar engine lives in :mod:`tensorlib.scalar`; everything else works on
-:class:`Tensor`. Layers, losses and models are in :mod:`tensorlib.nn`. The ops are written as
-their formulas; the speed tricks they call are in :mod:`tensorlib.kernels`, and
-``reference_mode()`` runs everything on the plain paths instead.
+Its folders are its layers, bottom to top, each importing only from those below it:
+:mod:`tensorlib.scalar` (scalar autograd), :mod:`tensorlib.engine` (the Tensor, autograd,
+the ops, the kernels), :mod:`tensorlib.data`, :mod:`tensorlib.nn` (modules and layers),
+:mod:`tensorlib.optim`, :mod:`tensorlib.models`, :mod:`tensorlib.saving`,
+:mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`, :mod:`tensorlib.viz` and
+:mod:`tensorlib.course` (the workbook's checks); ``python -m tensorlib`` is the command line.
+This namespace holds PyTorch's top-level names (``tensorlib.tensor``, ``tensorlib.randn``,
+``tensorlib.no_grad``, ...). The ops are written as their formulas; the speed tricks beside
+them are switched off by ``reference_mode()``, which runs everything on the plain paths.
 """
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+
 from tensorlib import nn, optim
-from tensorlib.autograd import (
+from tensorlib.engine.autograd import (
     Context,
     enable_grad,
     is_grad_enabled,
     no_grad,
     unbroadcast,
 )
-from tensorlib.functions import (
+from tensorlib.engine.function_forms import (
     abs,
     all,
     amax,
@@ -53,11 +64,11 @@ from tensorlib.functions import (
     unsqueeze,
     var,
 )
-from tensorlib.gradcheck import GradcheckError, gradcheck, gradcheck_module
-from tensorlib.kernels import is_reference_mode, reference_mode, set_reference_mode
-from tensorlib.kernels import register_all as _register_kernels
-from tensorlib.ops.function import Function, custom_gradient
-from tensorlib.random import (
+from tensorlib.engine.gradcheck import GradcheckError, gradcheck, gradcheck_module
+from tensorlib.engine.kernels import is_reference_mode, reference_mode, set_reference_mode
+from tensorlib.engine.kernels import register_all as _register_engine_kernels
+from tensorlib.engine.ops.function import Function, custom_gradient
+from tensorlib.engine.random import (
     multinomial,
     normal,
     rand,
@@ -67,8 +78,8 @@ from tensorlib.random import (
     randn_like,
     randperm,
 )
-from tensorlib.rng import Generator, Rng, default_rng, manual_seed
-from tensorlib.tensor import (
+from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
+from tensorlib.engine.tensor import (
     Tensor,
     allclose,
     arange,
@@ -94,24 +105,82 @@ from tensorlib.tensor import (
     zeros,
     zeros_like,
 )
+from tensorlib.models import decoder_step as _decoder_step
+from tensorlib.optim import adamw_flat as _adamw_flat
 
 __version__ = "0.1.0"
 
 # The one thing importing tensorlib does on the side: every kernel takes its place (the op
-# table, the engine's sole-owner check, Decoder.generate's cached step); reference_mode()
-# sets them aside again.
-_register_kernels()
+# table, the engine's sole-owner check, AdamW's flat update, Decoder.generate's cached step);
+# reference_mode() sets them aside again.
+_register_engine_kernels()
+_adamw_flat.register()
+_decoder_step.register()
 
-# Submodules that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
+# Folders that load on first use, so `import tensorlib as tl` stays quick and `tl.viz`,
 # `tl.data` and the rest still work as `torch.nn` does after `import torch`.
-_LAZY_SUBMODULES = ("autograd", "backend", "baselines", "checkpoint", "data", "functions",
-                    "interchange", "memory", "scalar", "tensor", "train", "viz")
+_LAZY_SUBMODULES = ("adapters", "course", "data", "engine", "models", "saving", "scalar",
+                    "training", "viz")
+
+# Where each module of the earlier flat layout lives now. Its old path still imports (the
+# module itself, under its new name), so that programs and notebooks written against it run;
+# docs/layout.md lists them.
+FORMER_PATHS = {
+    "autograd": "engine.autograd", "backend": "engine.backend",
+    "baselines": "models.bigram_counts", "checkpoint": "saving.checkpoint",
+    "checks": "course.checks", "exercises": "course.exercises", "files": "saving.files",
+    "functions": "engine.function_forms", "gradcheck": "engine.gradcheck",
+    "interchange": "saving.safetensors", "kernels": "engine.kernels",
+    "ladder": "training.ladder", "memory": "engine.memory", "metrics": "training.metrics",
+    "names_run": "command_line.names_gpt", "nn.lora": "adapters.lora", "nn.programmed":
+    "models.programmed", "nn.quant": "adapters.nf4", "nn.surgery": "adapters.layer_replacement",
+    "nn.transformer": "models.decoder", "nn.wavenet": "models.wavenet", "ops": "engine.ops",
+    "random": "engine.random", "rng": "engine.splitmix64", "signals": "training.layer_statistics",
+    "tensor": "engine.tensor", "train": "training.loop", "validation": "engine.validation",
+    "workbook": "course.worked_pieces",
+}
+
+
+def _new_path(fullname: str) -> str:
+    """The module's path now, for a former path or a module inside a former package; else ''."""
+    former = fullname.removeprefix("tensorlib.")
+    for old, new in FORMER_PATHS.items():
+        if former == old or former.startswith(old + "."):
+            return f"tensorlib.{new}{former[len(old):]}"
+    return ""
+
+
+class _FormerPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``tensorlib.<former path>`` as the module that now lives at its new path."""
+
+    def find_spec(self, fullname: str, path: object, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        return importlib.machinery.ModuleSpec(fullname, self) if _new_path(fullname) else None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(_new_path(spec.name))
+        self._own_spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The module ran when it was imported under its new path; the import system has just
+        # given it the former path's spec, and it gets its own back.
+        module.__spec__ = self._own_spec
+
+
+# The modules imported above are entered under their former paths at once. That keeps the
+# names this namespace binds to functions (tensorlib.tensor, tensorlib.gradcheck) functions:
+# the import system sets a package's attribute to a submodule only when it loads one.
+for _former, _new in FORMER_PATHS.items():
+    if f"tensorlib.{_new}" in sys.modules:
+        sys.modules[f"tensorlib.{_former}"] = sys.modules[f"tensorlib.{_new}"]
+del _former, _new
+sys.meta_path.insert(0, _FormerPathFinder())  # before the path finder: a former package's
+# modules, too, are the ones at their new path, never a second copy
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY_SUBMODULES:
-        import importlib
-
+    if name in _LAZY_SUBMODULES or name in FORMER_PATHS:
         return importlib.import_module(f"tensorlib.{name}")
     raise AttributeError(f"module 'tensorlib' has no attribute '{name}'")
 

@@ -2,7 +2,7 @@
 
 :class:`CheckRun` takes a check cell of a notebook and the few cells it needs, and runs them
 in IPython's own shell (in this process), so that what a learner's kernel does happens here
-too: every cell run is noted by ``tensorlib.checks.history`` (a check knows whether the
+too: every cell run is noted by ``tensorlib.course.checks.history`` (a check knows whether the
 learner's last edit ran), a check cell run before its piece's cell gets the one-line message,
 and magics work. ``tests/course/test_exercises.py`` (``make test-checks``) and
 ``scripts/slip_table.py`` use it.
@@ -23,8 +23,8 @@ import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 
-from tensorlib import exercises
-from tensorlib.checks import history
+from tensorlib.course import exercises
+from tensorlib.course.checks import history
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -87,8 +87,8 @@ def escape_absolute_values(app, what, name, obj, options, lines: list[str]) -> N
 
 
 class QualifyTypeNames(SphinxPostTransform):
-    """A class named without its module (``Module`` in a type hint of tensorlib.ladder) is the
-    class of that name in the module that names it, as Python reads it: without this Sphinx
+    """A class named without its module (``Module`` in a type hint of tensorlib.training.ladder) is
+    the class of that name in the module that names it, as Python reads it: without this Sphinx
     searches every documented module for it and finds tensorlib.nn's and tensorlib.scalar's."""
 
     default_priority = 5   # before Sphinx resolves references (10)

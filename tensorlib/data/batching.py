@@ -10,8 +10,8 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tensorlib import validation
-from tensorlib.rng import Rng
+from tensorlib.engine import validation
+from tensorlib.engine.splitmix64 import Rng
 
 __all__ = ["batches", "random_batch", "random_windows", "train_validation_test_split"]
 

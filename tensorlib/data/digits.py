@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib.engine import validation
 
 __all__ = ["digits", "shift_images"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.rng import Rng
+from tensorlib.engine import validation
+from tensorlib.engine.splitmix64 import Rng
 
 __all__ = ["make_blobs", "make_circles", "make_moons", "make_spirals"]
 

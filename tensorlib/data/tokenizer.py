@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib.engine import validation
 
 __all__ = ["CharTokenizer", "context_target_pairs", "sequence_targets", "stream_windows",
            "token_stream"]

@@ -1,6 +1,22 @@
-"""tensorlib.nn: modules, parameters, initialization policies, layers, losses, the GPT-style
-decoder, LoRA and NF4 modules, and hand-programmed sequence cores. The splitmix64 generator
-they draw from is :class:`tensorlib.Rng`."""
+"""tensorlib.nn: what networks are made of, as PyTorch's ``torch.nn``.
+
+The tree every layer, optimizer and checkpoint works through (``module``: ``Module`` and
+``Parameter``; ``container``; ``hooks``; ``modes``), initialization policies (``init``), the
+functional API (``functional``, imported as ``F``), and the layers: linear, embeddings,
+norms, activations, dropout and the MLP (``layers``), convolution and pooling
+(``convolution``), multi-head attention with its key/value cache (``attention``), and the
+recording of what a model computes inside (``capture``). Built in notebooks 06 (modules and
+parameters), 07 (initialization), 08 (layers), 12a (batch norm), 12c (convolutions) and 13
+(attention). The splitmix64 generator the layers draw from is :class:`tensorlib.Rng`.
+
+The models built from these layers live one folder up, in :mod:`tensorlib.models`, and the
+adapters in :mod:`tensorlib.adapters`; their names are also found here
+(``tensorlib.nn.Decoder``, ``tensorlib.nn.LoRALinear``, ...), loaded on first use, so that
+programs written against the earlier flat layout still run.
+"""
+
+import importlib
+from typing import Any
 
 from tensorlib.nn import functional, init
 from tensorlib.nn.attention import KVCache, MultiheadAttention
@@ -31,46 +47,37 @@ from tensorlib.nn.layers import (
     Softplus,
     Tanh,
 )
-from tensorlib.nn.lora import (
-    LoRALinear,
-    LowRankAdapter,
-    attach_lora,
-    detach_lora,
-    lora_parameters,
-    merge_lora,
-)
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module, Parameter, StateDictError
-from tensorlib.nn.programmed import (
-    ProgramAugmentedModel,
-    ProgrammedAttentionHead,
-    ProgrammedSequenceCore,
-    induction_targets,
-)
-from tensorlib.nn.quant import (
-    NF4Linear,
-    NF4Weight,
-    model_memory_bytes,
-    quantization_error,
-    quantize_linear,
-    quantize_model,
-)
-from tensorlib.nn.surgery import export_merged
-from tensorlib.nn.transformer import Decoder, DecoderBlock, DecoderConfig
-from tensorlib.nn.wavenet import WaveNet, WaveNetLevel
+
+# The models' and adapters' names, found here too, each loaded from its home when first used
+# (a name, not an import: tensorlib.nn imports nothing above it).
+_FROM_ABOVE = {
+    **dict.fromkeys(("Decoder", "DecoderBlock", "DecoderConfig", "ProgramAugmentedModel",
+                     "ProgrammedAttentionHead", "ProgrammedSequenceCore", "WaveNet",
+                     "WaveNetLevel", "induction_targets"), "tensorlib.models"),
+    **dict.fromkeys(("LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora",
+                     "detach_lora", "export_merged", "lora_parameters", "merge_lora",
+                     "model_memory_bytes", "quantization_error", "quantize_linear",
+                     "quantize_model"), "tensorlib.adapters"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_ABOVE:
+        return getattr(importlib.import_module(_FROM_ABOVE[name]), name)
+    raise AttributeError(f"module 'tensorlib.nn' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM_ABOVE])
+
 
 __all__ = [
     "GELU", "MLP", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-    "Decoder", "DecoderBlock", "DecoderConfig", "Dropout", "Embedding", "Flatten",
-    "FlattenConsecutive", "Hardswish", "HookPoint", "Identity", "LayerNorm", "LeakyReLU",
-    "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleList", "MultiheadAttention",
-    "Parameter", "PositionalEmbedding", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid",
-    "Softplus", "StateDictError", "Tanh", "WaveNet", "WaveNetLevel",
-    "evaluation_mode", "functional", "init",
-    "ActivationCapture", "KVCache", "capture_activations",
-    "LoRALinear", "LowRankAdapter", "NF4Linear", "NF4Weight", "attach_lora", "detach_lora",
-    "export_merged", "lora_parameters", "merge_lora", "model_memory_bytes", "quantization_error",
-    "quantize_linear", "quantize_model",
-    "ProgramAugmentedModel", "ProgrammedAttentionHead", "ProgrammedSequenceCore",
-    "induction_targets",
+    "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "Hardswish", "HookPoint",
+    "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
+    "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding", "ReLU", "ReLU6",
+    "Sequential", "SiLU", "Sigmoid", "Softplus", "StateDictError", "Tanh", "evaluation_mode",
+    "functional", "init", "ActivationCapture", "KVCache", "capture_activations",
 ]

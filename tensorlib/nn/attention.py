@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.backend import array_module
+from tensorlib.engine import validation
+from tensorlib.engine.backend import array_module
+from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import (
     Dropout,
@@ -18,8 +20,6 @@ from tensorlib.nn.layers import (
     resolve_rng,
 )
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.rng import Rng
-from tensorlib.tensor import Tensor
 
 __all__ = ["KVCache", "MultiheadAttention"]
 

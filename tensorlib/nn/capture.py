@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.backend import to_numpy
+from tensorlib.engine import validation
+from tensorlib.engine.backend import to_numpy
+from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.layers import HookPoint
 from tensorlib.nn.module import Module, check_module
-from tensorlib.tensor import Tensor
 
 __all__ = ["ActivationCapture", "capture_activations"]
 

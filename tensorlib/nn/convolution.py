@@ -3,7 +3,7 @@
 As PyTorch's: the same arguments, parameter names and shapes (``weight (out_channels,
 in_channels/groups, *kernel_size)``, ``bias (out_channels,)``), so a ``state_dict`` moves
 between the two. The computing is in :mod:`tensorlib.nn.functional` (``conv2d``,
-``max_pool2d``, ...), each one op of :mod:`tensorlib.ops.convolution`.
+``max_pool2d``, ...), each one op of :mod:`tensorlib.engine.ops.convolution`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
+from tensorlib.engine import validation
+from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import functional as F
 from tensorlib.nn.init import fan_in_uniform
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.rng import Rng
-from tensorlib.tensor import Tensor
 
 __all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d"]
 

@@ -1,7 +1,7 @@
 """The functional API: activations, softmax, losses, masks, dropout and the fused layers.
 
 Each function checks its arguments (clear errors naming shapes, dtypes and values), then
-applies one op from :mod:`tensorlib.ops`. The fused ops, ``cross_entropy``, ``layer_norm``,
+applies one op from :mod:`tensorlib.engine.ops`. The fused ops, ``cross_entropy``, ``layer_norm``,
 ``linear`` (x Wᵀ + b), ``embedding`` (a row gather), ``causal_softmax`` (attention's scaled,
 causally masked softmax), ``causal_attention`` (the attention core, from fused Q/K/V to merged
 heads) and ``dropout``, each have a *reference twin* (``..._reference``) built from the chain
@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import ops, validation
-from tensorlib.autograd import no_grad
-from tensorlib.backend import array_module
-from tensorlib.ops.loss import REDUCTIONS
-from tensorlib.ops.softmax import causal_forbidden
-from tensorlib.rng import Rng, default_rng
-from tensorlib.tensor import Tensor
-from tensorlib.typing import Array
-from tensorlib.validation import is_floating
+from tensorlib.engine import ops, validation
+from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.backend import array_module
+from tensorlib.engine.ops.loss import REDUCTIONS
+from tensorlib.engine.ops.softmax import causal_forbidden
+from tensorlib.engine.splitmix64 import Rng, default_rng
+from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.typing import Array
+from tensorlib.engine.validation import is_floating
 
 __all__ = [
     "avg_pool1d",

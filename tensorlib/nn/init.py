@@ -14,8 +14,8 @@ U(-1/√fan_in, 1/√fan_in), what ``torch.nn.init.kaiming_uniform_(w, a=√5)``
 
 Fans follow the PyTorch convention: a weight has shape ``(out, in, *receptive_field)``
 (``Linear.weight`` is ``(out_features, in_features)``); the receptive field multiplies both
-fans. Random policies take an explicit :class:`~tensorlib.rng.Rng` and fill the array in
-C order from its vectorized draws, so the same seed always gives the same weights.
+fans. Random policies take an explicit :class:`~tensorlib.engine.splitmix64.Rng` and fill the array
+in C order from its vectorized draws, so the same seed always gives the same weights.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from tensorlib import validation
-from tensorlib.rng import Rng, Size, normalize_shape
+from tensorlib.engine import validation
+from tensorlib.engine.splitmix64 import Rng, Size, normalize_shape
 
 __all__ = [
     "POLICIES",

@@ -1,10 +1,10 @@
 """The basic layers: Linear, Embedding, PositionalEmbedding, LayerNorm, Dropout, MLP and
 activation modules.
 
-Every layer that draws random numbers takes ``rng`` (an :class:`~tensorlib.rng.Rng`); when
-it is None the process-wide default generator (:func:`tensorlib.rng.default_rng`, reseeded
-by :func:`tensorlib.rng.manual_seed`) is used, so construction is always deterministic.
-Weights are float32 unless ``dtype`` says otherwise (float64 for gradient checks).
+Every layer that draws random numbers takes ``rng`` (an :class:`~tensorlib.engine.splitmix64.Rng`);
+when it is None the process-wide default generator (:func:`tensorlib.engine.splitmix64.default_rng`,
+reseeded by :func:`tensorlib.engine.splitmix64.manual_seed`) is used, so construction is always
+deterministic. Weights are float32 unless ``dtype`` says otherwise (float64 for gradient checks).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.autograd import no_grad
+from tensorlib.engine import validation
+from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.container import ModuleList
 from tensorlib.nn.init import POLICIES, initialize
 from tensorlib.nn.module import Module, Parameter
-from tensorlib.rng import Rng
-from tensorlib.tensor import Tensor
-from tensorlib.validation import is_floating
 
 __all__ = [
     "ACTIVATIONS",
@@ -81,7 +81,7 @@ class Linear(Module):
     ``weight_init`` and ``bias_init`` name init policies (see ``tensorlib.nn.init``).
 
     LoRA and NF4 are modules of their own that take a Linear's place in its model
-    (:class:`tensorlib.nn.lora.LoRALinear`, :class:`tensorlib.nn.quant.NF4Linear`).
+    (:class:`tensorlib.adapters.lora.LoRALinear`, :class:`tensorlib.adapters.nf4.NF4Linear`).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,

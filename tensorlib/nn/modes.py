@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tensorlib.autograd import no_grad
+from tensorlib.engine.autograd import no_grad
 from tensorlib.nn.module import Module
 
 

@@ -19,11 +19,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tensorlib.autograd import no_grad
-from tensorlib.backend import copy_to_backend, device_of, require_backend, to_numpy, writable
+from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.backend import copy_to_backend, device_of, require_backend, to_numpy, writable
+from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.validation import is_floating
 from tensorlib.nn.hooks import RemovableHandle
-from tensorlib.tensor import Tensor
-from tensorlib.validation import is_floating
 
 
 class Parameter(Tensor):
@@ -447,7 +447,7 @@ class Module:
         model's, so base checkpoints keep loading), but ``to()``, ``float()`` and
         ``double()`` convert them in the same transaction as the rest, and ``zero_grad()``
         clears them. Whoever adds them gives their own way to list and save them
-        (``tensorlib.nn.lora.lora_parameters``).
+        (``tensorlib.adapters.lora.lora_parameters``).
         """
         return ()
 
@@ -593,7 +593,7 @@ def load_by_name(own: Mapping[str, Tensor], state: Any, strict: bool,
                  failure: str) -> IncompatibleKeys:
     """Copy ``state``'s values into the tensors ``own`` by name, all or nothing
     (:func:`stage_by_name`, then :func:`copy_staged`). What ``load_state_dict``
-    and ``tensorlib.nn.lora.load_lora_state_dict`` are made of."""
+    and ``tensorlib.adapters.lora.load_lora_state_dict`` are made of."""
     staged, keys = stage_by_name(own, state, strict, failure)
     copy_staged(staged)
     return keys

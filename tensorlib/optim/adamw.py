@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.autograd import no_grad
-from tensorlib.backend import array_module
+from tensorlib.engine import validation
+from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.backend import array_module
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
 from tensorlib.optim.optimizer import (
     GroupSetting,
@@ -97,7 +97,7 @@ class AdamW(Optimizer):
     def step(self) -> None:
         """Apply one AdamW update to every trainable parameter that has a gradient."""
         if step_by_kernel(self):
-            return  # every parameter at once, in flat buffers (tensorlib.kernels.adamw)
+            return  # every parameter at once, in flat buffers (tensorlib.optim.adamw_flat)
         pending = self.gradients_to_apply()
         if not pending:
             return

@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tensorlib import validation
-from tensorlib.backend import array_module
+from tensorlib.engine import validation
+from tensorlib.engine.backend import array_module
 from tensorlib.nn.module import Parameter
 from tensorlib.optim.optimizer import (
     ParamsOrModule,

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import kernel_table, validation
-from tensorlib.backend import array_module, writable
+from tensorlib.engine import kernel_table, validation
+from tensorlib.engine.backend import array_module, writable
+from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.typing import Array
 from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
-from tensorlib.tensor import Tensor
-from tensorlib.typing import Array
 
 ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
 
@@ -418,9 +418,9 @@ class Optimizer:
 # ------------------------------------------------------------------------ step kernels
 def register_step_kernel(optimizer_class: type[Optimizer], step: Callable[[Any], bool]) -> None:
     """Let ``step(optimizer)`` stand in for the update loop of optimizers of exactly
-    ``optimizer_class`` (in the kernel table, :mod:`tensorlib.kernel_table`): it returns
+    ``optimizer_class`` (in the kernel table, :mod:`tensorlib.engine.kernel_table`): it returns
     True when it has made the whole update, or False, having changed nothing, when the
-    optimizer's own loop must run. ``tensorlib.kernels`` registers ``adamw_step`` for
+    optimizer's own loop must run. ``tensorlib.engine.kernels`` registers ``adamw_step`` for
     ``AdamW``; reference mode sets it aside."""
     kernel_table.register(optimizer_class, step, Optimizer, "register_step_kernel")
 

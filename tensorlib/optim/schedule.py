@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tensorlib import validation
+from tensorlib.engine import validation
 from tensorlib.optim.optimizer import check_keys
 
 

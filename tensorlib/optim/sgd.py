@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib import validation
-from tensorlib.autograd import no_grad
+from tensorlib.engine import validation
+from tensorlib.engine.autograd import no_grad
 from tensorlib.optim.optimizer import (
     GroupSetting,
     Optimizer,

@@ -3,7 +3,7 @@
 Weights are drawn from ``rng.uniform(-1.0, 1.0)`` in a fixed order (neuron by neuron, input by
 input) and biases start at 0.0, so the same seed always gives the same network. ``rng`` is any
 object with a ``uniform(low, high)`` method returning a float (``random.Random`` works); when
-it is None, ``tensorlib.rng.Rng(0)`` is used.
+it is None, ``tensorlib.engine.splitmix64.Rng(0)`` is used.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from numbers import Real
 from typing import Any, Protocol
 
-from tensorlib import validation
+from tensorlib.engine import validation
 from tensorlib.scalar.engine import Value
 
 NONLINEARITIES = ("tanh", "relu", None)
@@ -25,8 +25,8 @@ class UniformSource(Protocol):
 
 
 def _default_rng() -> UniformSource:
-    """A fresh ``tensorlib.rng.Rng(0)``, imported only when needed."""
-    from tensorlib.rng import Rng
+    """A fresh ``tensorlib.engine.splitmix64.Rng(0)``, imported only when needed."""
+    from tensorlib.engine.splitmix64 import Rng
 
     return Rng(0)
 

@@ -15,18 +15,18 @@ from tensorlib.viz.graph import (
 
 # The plotting modules import matplotlib, most of a second: each loads when one of its names
 # is first used, so a notebook that only draws graphs never waits for it. The signal
-# statistics and the training watch are computed in tensorlib.signals (no matplotlib) and
-# are also found here, where notebooks 07 and 12a import them from.
+# statistics and the training watch are computed in tensorlib.training.layer_statistics (no
+# matplotlib) and are also found here, where notebooks 07 and 12a import them from.
 _LAZY = {
-    "plot_ladder_curves": "ladder",
-    "plot_loss_by_position": "ladder",
-    "ActivationTrace": "tensorlib.signals",
+    "plot_ladder_curves": "ladder_curves",
+    "plot_loss_by_position": "ladder_curves",
+    "ActivationTrace": "tensorlib.training.layer_statistics",
     "LiveLossPlot": "plots",
-    "SignalStatistics": "tensorlib.signals",
-    "activation_statistics": "tensorlib.signals",
+    "SignalStatistics": "tensorlib.training.layer_statistics",
+    "activation_statistics": "tensorlib.training.layer_statistics",
     "exponential_moving_average": "plots",
-    "format_statistics": "tensorlib.signals",
-    "gradient_statistics": "tensorlib.signals",
+    "format_statistics": "tensorlib.training.layer_statistics",
+    "gradient_statistics": "tensorlib.training.layer_statistics",
     "plot_activation_histograms": "plots",
     "plot_attention": "plots",
     "plot_confusion_matrix": "images",
@@ -38,13 +38,13 @@ _LAZY = {
     "plot_images": "images",
     "plot_loss_curves": "plots",
     "plot_trajectories": "plots",
-    "record_activations": "tensorlib.signals",
-    "TrainingWatch": "tensorlib.signals",
-    "WatchRecord": "tensorlib.signals",
-    "dead_unit_fraction": "tensorlib.signals",
+    "record_activations": "tensorlib.training.layer_statistics",
+    "TrainingWatch": "tensorlib.training.layer_statistics",
+    "WatchRecord": "tensorlib.training.layer_statistics",
+    "dead_unit_fraction": "tensorlib.training.layer_statistics",
     "plot_learning_rate_range_test": "training",
     "plot_update_ratios": "training",
-    "watch_training": "tensorlib.signals",
+    "watch_training": "tensorlib.training.layer_statistics",
 }
 
 

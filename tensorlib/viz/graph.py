@@ -30,10 +30,10 @@ import graphviz
 import numpy as np
 from PIL import Image  # pillow comes with matplotlib
 
-from tensorlib import validation
-from tensorlib.autograd import Context
+from tensorlib.engine import validation
+from tensorlib.engine.autograd import Context
+from tensorlib.engine.tensor import Tensor
 from tensorlib.scalar.engine import Value
-from tensorlib.tensor import Tensor
 
 INSTALL_HINT = ("graphviz's 'dot' program is not installed, so the drawing cannot be rendered; "
                 "install it with `sudo apt-get install graphviz` (Debian/Ubuntu), "

@@ -12,7 +12,7 @@ so it fits a notebook's output area; panels shrink to fit.
 * :func:`plot_feature_maps`: the channels of a few layers' outputs for one image, a row per
   layer.
 * :func:`plot_confusion_matrix`: how often each true class was predicted as each class (the
-  counts of :func:`tensorlib.metrics.confusion_matrix`).
+  counts of :func:`tensorlib.training.metrics.confusion_matrix`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib import validation
-from tensorlib.metrics import class_names, confusion_matrix
-from tensorlib.signals import as_array
+from tensorlib.engine import validation
+from tensorlib.training.layer_statistics import as_array
+from tensorlib.training.metrics import class_names, confusion_matrix
 from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
 __all__ = ["plot_confusion_matrix", "plot_feature_maps", "plot_filters",

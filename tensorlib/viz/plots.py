@@ -10,7 +10,7 @@ its figure.
 * :func:`plot_attention`: attention probabilities as one heatmap per head.
 * :func:`plot_decision_boundary`: the regions a 2-D classifier assigns to each class.
 * :func:`plot_activation_histograms`, :func:`plot_gradient_histograms`: per-layer signals
-  and their statistics (computed in :mod:`tensorlib.signals`), the diagnostics for
+  and their statistics (computed in :mod:`tensorlib.training.layer_statistics`), the diagnostics for
   vanishing, exploding and saturating signals.
 """
 
@@ -24,17 +24,17 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib import validation
+from tensorlib.engine import validation
+from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
-from tensorlib.signals import (
+from tensorlib.training.layer_statistics import (
     activation_statistics,
     as_array,
     gradient_statistics,
     named_signals,
 )
-from tensorlib.tensor import Tensor
-from tensorlib.train import exponential_moving_average
+from tensorlib.training.loop import exponential_moving_average
 from tensorlib.viz import figures
 from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
@@ -89,8 +89,8 @@ def plot_loss_curves(history_or_dict: Any, smoothing: float = 0.0, log_scale: bo
                      color: str = "C0", ylabel: str = "loss") -> Figure:
     """Train loss (a line) and validation loss (a line with markers at evaluation steps).
 
-    ``history_or_dict`` is a :class:`tensorlib.train.History` or a dict of equal-length lists
-    with ``"train_loss"`` and optionally ``"step"`` (default 1, 2, ...) and
+    ``history_or_dict`` is a :class:`tensorlib.training.loop.History` or a dict of equal-length
+    lists with ``"train_loss"`` and optionally ``"step"`` (default 1, 2, ...) and
     ``"validation_loss"`` (None where not evaluated). With ``smoothing`` in (0, 1) the raw
     train loss is drawn faintly and its :func:`exponential_moving_average` on top.
     ``log_scale`` puts the loss axis on a log scale (losses must then be positive).
@@ -210,7 +210,7 @@ class LiveLossPlot:
     IPython, the cell output is replaced with the new figure (``clear_output(wait=True)``
     then ``display``). Outside IPython nothing is displayed; ``figure`` always holds the
     current plot. ``close()`` draws the final state once more and ends the plot.
-    With ``tensorlib.train.train``, pass ``callback=plot.update_from_record``.
+    With ``tensorlib.training.loop.train``, pass ``callback=plot.update_from_record``.
     """
 
     def __init__(self, smoothing: float = 0.0, log_scale: bool = False, every: int = 10,
@@ -279,7 +279,7 @@ def _attention_mask(mask: Any, array: np.ndarray) -> np.ndarray:
     T_query, T_key) or (1, H, T_query, T_key), True where attention is forbidden (the
     convention of ``F.causal_mask``). A masked cell must hold probability 0.
     """
-    from tensorlib.ops.softmax import causal_forbidden
+    from tensorlib.engine.ops.softmax import causal_forbidden
 
     heads, queries, keys = array.shape
     if mask is None:

@@ -1,10 +1,11 @@
 """Plots of a training run (matplotlib).
 
 :func:`plot_update_ratios` draws the update ratios that a
-:class:`~tensorlib.signals.TrainingWatch` kept over the steps (the watch, and
-:func:`~tensorlib.signals.watch_training`, are in :mod:`tensorlib.signals`, without
-matplotlib); :func:`plot_learning_rate_range_test` draws the losses of
-:func:`tensorlib.train.learning_rate_range_test`.
+:class:`~tensorlib.training.layer_statistics.TrainingWatch` kept over the steps (the watch, and
+:func:`~tensorlib.training.layer_statistics.watch_training`, are in
+:mod:`tensorlib.training.layer_statistics`, without matplotlib);
+:func:`plot_learning_rate_range_test` draws the losses of
+:func:`tensorlib.training.loop.learning_rate_range_test`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tensorlib import validation
-from tensorlib.signals import TrainingWatch
-from tensorlib.train import RangeTest
+from tensorlib.engine import validation
+from tensorlib.training.layer_statistics import TrainingWatch
+from tensorlib.training.loop import RangeTest
 from tensorlib.viz.figures import figure_and_axes, finish_axes
 
 __all__ = ["plot_learning_rate_range_test", "plot_update_ratios"]
@@ -43,7 +44,7 @@ def plot_update_ratios(watch: TrainingWatch, guide: float = -3.0, ax: Axes | Non
 def plot_learning_rate_range_test(result: Any, ax: Axes | None = None,
                                   title: str | None = "learning-rate range test") -> Figure:
     """Each step's loss (faint) and the smoothed loss against log10 of the learning rate, with
-    a dashed line at the suggestion, for a :class:`tensorlib.train.RangeTest`. The loss axis
+    a dashed line at the suggestion, for a :class:`tensorlib.training.loop.RangeTest`. The loss axis
     stops at 1.5 times the first smoothed loss, so that the blow-up does not flatten the rest."""
     if not isinstance(result, RangeTest):
         raise TypeError(f"expected a RangeTest, got {type(result).__name__}")

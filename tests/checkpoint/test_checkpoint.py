@@ -13,13 +13,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import tensorlib.checkpoint as checkpoint
+import tensorlib.saving.checkpoint as checkpoint
 from tensorlib import no_grad
-from tensorlib.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
+from tensorlib.engine.splitmix64 import Rng
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.optim import SGD, AdamW
-from tensorlib.rng import Rng
+from tensorlib.saving.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 
 
 # =============================================================================== fixtures
@@ -683,7 +683,7 @@ def test_golden_checkpoints_load_bit_identically_and_save_the_same_bytes(tmp_pat
     of their own (tests/checkpoint/data/make_golden.py says how): a plain Decoder with AdamW and
     rng state, and the same Decoder with NF4 MLP layers. Today's code must read them into the
     same names and write them back byte for byte: the checkpoint schema did not change."""
-    from tensorlib.nn.quant import quantize_model
+    from tensorlib.adapters.nf4 import quantize_model
 
     names = json.loads((GOLDEN / "golden_names.json").read_text())
     golden = (GOLDEN / "golden_decoder.tlckpt").read_bytes()

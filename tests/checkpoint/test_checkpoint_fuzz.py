@@ -1,4 +1,4 @@
-"""Hostile checkpoints: property-based fuzzing of ``tensorlib.checkpoint.load``.
+"""Hostile checkpoints: property-based fuzzing of ``tensorlib.saving.checkpoint.load``.
 
 Valid files are mutated, truncated, spliced and extended, and headers are crafted with huge
 counts, long and duplicate names, non-finite values and trailing bytes. Every input must
@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tensorlib.checkpoint as checkpoint
-from tensorlib.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
+import tensorlib.saving.checkpoint as checkpoint
+from tensorlib.engine.splitmix64 import Rng
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.optim import AdamW
-from tensorlib.rng import Rng
+from tensorlib.saving.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -23,10 +23,10 @@ import warnings
 import numpy as np
 import pytest
 
-from tensorlib.checkpoint import inspect, load, save
+from tensorlib.engine.splitmix64 import Rng
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.optim import AdamW
-from tensorlib.rng import Rng
+from tensorlib.saving.checkpoint import inspect, load, save
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"),
                                 reason="needs os.fork and SIGKILL (POSIX)")

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.checkpoint import CheckpointError
-from tensorlib.interchange import load_safetensors, read_safetensors, save_safetensors
 from tensorlib.nn import Decoder, DecoderConfig, Linear, Module, Parameter
+from tensorlib.saving.checkpoint import CheckpointError
+from tensorlib.saving.safetensors import load_safetensors, read_safetensors, save_safetensors
 
 CONFIG = DecoderConfig(vocabulary_size=11, context_length=8, channels=16, heads=4, layers=2)
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tensorlib import Rng, checkpoint, no_grad
+from tensorlib import Rng, no_grad
 from tensorlib.data import CharTokenizer, names, sequence_targets, train_validation_test_split
 from tensorlib.nn import Decoder, DecoderConfig
+from tensorlib.saving import checkpoint
 
 RUN = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "surnames"
 STATED_VALIDATION_LOSS = "2.333"  # what notebooks/data/README.md and the notebooks print

@@ -57,7 +57,7 @@ The oracles
     3. Finite differences (always run): programs built from smooth ops only (no relu, abs,
        leaky_relu, max, min, maximum; positive-making by ``x * x + 0.5``), float64, with
        a protocol of several accumulating backward calls; the accumulated leaf gradients are
-       checked with ``tensorlib.gradcheck`` (small programs) or against central differences
+       checked with ``tensorlib.engine.gradcheck`` (small programs) or against central differences
        of the summed projections along random directions.
 
 Tolerances (``|ours - reference| <= rtol * |reference| + atol * S``)
@@ -1498,7 +1498,7 @@ def test_program_gradients_match_finite_differences(data: Any) -> None:
 
 
 def _gradcheck_single(program: Program, action: Action) -> None:
-    """``tensorlib.gradcheck`` of a one-backward program (its own projection weights)."""
+    """``tensorlib.engine.gradcheck`` of a one-backward program (its own projection weights)."""
     forward = Program(program.seed, program.dtype, program.leaves, program.requires,
                       [a for a in program.actions if a.kind == "op"], program.shapes)
 

@@ -332,4 +332,4 @@ def test_backward_of_integer_result():
 
 def test_apply_with_non_tensor_names_the_function():
     with pytest.raises(TypeError, match="Exp.apply"):
-        tl.ops.Exp.apply(np.ones(2))
+        tl.engine.ops.Exp.apply(np.ones(2))

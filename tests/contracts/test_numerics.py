@@ -7,7 +7,7 @@
 * AdamW with zero gradients moves parameters by weight decay only; with gradients of 1e30
   its update stays finite and about ``lr`` in size (float64, or float32 with clipping), and
   where float32 moments cannot hold 1e30 squared it refuses the step, changing nothing;
-* ``tensorlib.train.train`` stops with ``TrainingDivergedError`` naming the first step whose
+* ``tensorlib.training.loop.train`` stops with ``TrainingDivergedError`` naming the first step whose
   loss is not finite, before that step's update.
 """
 
@@ -23,7 +23,7 @@ from tensorlib import Rng
 from tensorlib.nn import Linear, Module, Parameter
 from tensorlib.nn import functional as F
 from tensorlib.optim import SGD, AdamW
-from tensorlib.train import TrainingDivergedError, train
+from tensorlib.training.loop import TrainingDivergedError, train
 
 HUGE = 1e4
 DTYPES = [np.float32, np.float64]

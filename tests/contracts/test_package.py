@@ -9,9 +9,9 @@ import tensorlib as tl
 
 
 @pytest.mark.parametrize("name, attribute", [
-    ("viz", "draw_graph"), ("data", "names"), ("checkpoint", "save"), ("scalar", "Value"),
-    ("train", "train"), ("baselines", "BigramModel"), ("memory", "keep_freed_memory"),
-    ("nn", "Linear"), ("optim", "AdamW"),
+    ("viz", "draw_graph"), ("data", "names"), ("saving", "checkpoint"), ("scalar", "Value"),
+    ("training", "train"), ("models", "BigramModel"), ("engine", "memory"),
+    ("nn", "Linear"), ("optim", "AdamW"), ("adapters", "LoRALinear"), ("course", "Checker"),
 ])
 def test_submodules_are_attributes_of_the_package(name, attribute):
     assert hasattr(getattr(tl, name), attribute)
@@ -27,7 +27,7 @@ def test_importing_tensorlib_loads_the_plotting_and_data_modules_only_when_used(
     script = (
         "import sys\n"
         "import tensorlib as tl\n"
-        "heavy = ('tensorlib.viz', 'tensorlib.data', 'tensorlib.checkpoint', 'matplotlib', "
+        "heavy = ('tensorlib.viz', 'tensorlib.data', 'tensorlib.saving.checkpoint', 'matplotlib', "
         "'graphviz')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "tl.viz.draw_graph\n"

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, checkpoint
-from tensorlib.checkpoint import CheckpointError
-from tensorlib.interchange import load_safetensors, save_safetensors
+from tensorlib import Rng
+from tensorlib.adapters.lora import attach_lora, load_lora_state_dict, lora_parameters
 from tensorlib.nn import Decoder, DecoderConfig, StateDictError
-from tensorlib.nn.lora import attach_lora, load_lora_state_dict, lora_parameters
 from tensorlib.optim import SGD, AdamW
+from tensorlib.saving import checkpoint
+from tensorlib.saving.checkpoint import CheckpointError
+from tensorlib.saving.safetensors import load_safetensors, save_safetensors
 
 CONFIG = DecoderConfig(vocabulary_size=7, context_length=6, channels=8, heads=2, layers=1)
 

@@ -36,6 +36,10 @@ import pytest
 
 from helpers import headless_chromium
 
+# Its own command (make test-browser, a stage of CI), not make test: JupyterLab in Chromium
+# over every notebook takes minutes of its own.
+pytestmark = pytest.mark.browser
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PICTURE_MIME_TYPES = ("image/png", "image/svg+xml")
 VIEWPORT = {"width": 1400, "height": 900}
@@ -466,7 +470,7 @@ import tensorlib as tl
 from tensorlib.nn import Linear
 from tensorlib import Rng
 from tensorlib.optim import SGD
-from tensorlib.train import train
+from tensorlib.training.loop import train
 
 model = Linear(2, 1, rng=Rng(0))
 inputs = tl.tensor(np.ones((4, 2), dtype=np.float32))

@@ -23,10 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tensorlib import exercises
-from tensorlib.checks import history, progress
-from tensorlib.checks.registry import check_named
-from tensorlib.exercises import Checker
+from tensorlib.course import exercises
+from tensorlib.course.checks import history, progress
+from tensorlib.course.checks.registry import check_named
+from tensorlib.course.exercises import Checker
 
 from check_runs import SLIPS as SLIPS_FOLDER
 from check_runs import CheckRun, TimeLimit, run_check, slip_rows, slips_of, time_limit
@@ -381,7 +381,7 @@ def test_a_check_of_what_the_safety_net_handed_out_is_not_done(tmp_path, monkeyp
     checking that name again says "not done yet" and keeps the recorded verdict."""
     import numpy as np
 
-    from tensorlib import exercises
+    from tensorlib.course import exercises
 
     monkeypatch.setattr(exercises, "_HANDED_OUT", [])
     monkeypatch.setattr(exercises, "_recording", {})
@@ -464,7 +464,7 @@ def test_a_report_names_the_likely_mistake_and_summarises_arrays(capsys):
 def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
     import numpy as np
 
-    from tensorlib.exercises import REPORT_LINES
+    from tensorlib.course.exercises import REPORT_LINES
 
     checker = Checker("many")
     for index in range(40):  # two kinds of wrong case, taking turns
@@ -493,7 +493,7 @@ def test_a_report_of_many_wrong_cases_stays_within_its_line_budget():
 
 
 def test_reports_are_recorded_per_notebook_beside_it(tmp_path, monkeypatch, capsys):
-    from tensorlib import exercises
+    from tensorlib.course import exercises
 
     monkeypatch.setattr(exercises, "_recording", {})
     unrecorded = Checker("Exercise 0")
@@ -541,8 +541,8 @@ def _notebook_with_checks(path, *checks):
 
 def test_the_progress_command_lists_every_check_in_notebook_order_with_a_total(tmp_path,
                                                                                capsys):
-    from tensorlib import exercises
-    from tensorlib.__main__ import main
+    from tensorlib.command_line.main import main
+    from tensorlib.course import exercises
 
     _notebook_with_checks(tmp_path / "01_scalar_autograd.ipynb", ("Value: + and *", True),
                           ("Exercise 1 (cosine)", False), ("Value: backward", True))

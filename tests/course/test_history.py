@@ -1,5 +1,5 @@
-"""tensorlib.checks.history: a check knows what the learner's cells last ran, in IPython's own
-shell (this process's), as a notebook kernel runs cells."""
+"""tensorlib.course.checks.history: a check knows what the learner's cells last ran, in IPython's
+own shell (this process's), as a notebook kernel runs cells."""
 
 import contextlib
 import io
@@ -7,10 +7,10 @@ import io
 import numpy as np
 import pytest
 
-from tensorlib import exercises
-from tensorlib.checks import history
-from tensorlib.checks.registry import CHECKS, HandOn, exercise_check, piece_check
-from tensorlib.exercises import Checker
+from tensorlib.course import exercises
+from tensorlib.course.checks import history
+from tensorlib.course.checks.registry import CHECKS, HandOn, exercise_check, piece_check
+from tensorlib.course.exercises import Checker
 
 from check_runs import shell as fresh_shell
 
@@ -87,7 +87,7 @@ def test_a_cell_run_is_noted_with_what_it_defined_and_where_it_stopped(shell):
 
 def test_a_check_after_an_edit_that_did_not_run_says_so_and_records_no_progress(
         shell, doubles_check, tmp_path):
-    run(shell, "from tensorlib.exercises import read_progress\n")
+    run(shell, "from tensorlib.course.exercises import read_progress\n")
     shell.user_ns["check_double"] = doubles_check
     run(shell, DOUBLE)
     assert run(shell, "in_use = check_double(double)") == (

@@ -4,7 +4,7 @@ A learner runs a check before the cell where they write the piece, runs the chec
 the stub, writes a typical slip, breaks the cell with an edit that does not compile, fixes
 it, and breaks it again. Each step here is a cell run in a real kernel (the project's, as
 JupyterLab starts it), so what a learner's kernel does is what is tested: IPython's cell
-runs noted by ``tensorlib.checks.history``, the NameError handler, the progress file. Marked
+runs noted by ``tensorlib.course.checks.history``, the NameError handler, the progress file. Marked
 rerun (``make test-checks``): about a minute.
 """
 

@@ -1,11 +1,12 @@
-"""tensorlib.workbook: the worked pieces a notebook falls back on, against tensorlib."""
+"""tensorlib.course.worked_pieces: the worked pieces a notebook falls back on, against tensorlib."""
 
 import types
 
 import numpy as np
 
 import tensorlib as tl
-from tensorlib import Rng, scalar, workbook
+from tensorlib import Rng, scalar
+from tensorlib.course import worked_pieces as workbook
 
 
 class Tiny:

@@ -24,7 +24,7 @@ from tensorlib.data import (
     stream_windows,
     train_validation_test_split,
 )
-from tensorlib.rng import Rng
+from tensorlib.engine.splitmix64 import Rng
 
 LETTERS = re.compile(r"[a-z]+")
 

@@ -461,7 +461,7 @@ class _OtherDeviceArray(np.ndarray):
 
 
 def test_custom_gradient_on_another_device_is_refused_before_any_grad_changes():
-    from tensorlib import backend
+    from tensorlib.engine import backend
 
     backend.register_backend("otherdevice", np, lambda a: np.asarray(a).view(_OtherDeviceArray),
                              lambda: True, array_types=(_OtherDeviceArray,))
@@ -593,7 +593,7 @@ def test_retained_gradient_survives_graph_release():
 
 def test_gradcheck_module_checks_every_parameter_and_catches_a_wrong_one():
     from tensorlib import Rng
-    from tensorlib.gradcheck import GradcheckError, gradcheck_module
+    from tensorlib.engine.gradcheck import GradcheckError, gradcheck_module
     from tensorlib.nn import Linear
 
     layer = Linear(3, 2, rng=Rng(0), dtype=np.float64)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, backend
+from tensorlib import Rng
+from tensorlib.engine import backend
 from tensorlib.nn import Decoder, DecoderConfig, Linear, Module, ModuleList, Parameter
 from tensorlib.nn.module import named_extra_parameters
 from tensorlib.optim import AdamW
@@ -252,8 +253,8 @@ def test_parameters_already_on_the_device_are_untouched(fake):
 
 
 def test_lora_and_nf4_layers_move_in_the_same_transaction(fake):
-    from tensorlib.nn.lora import attach_lora, lora_parameters
-    from tensorlib.nn.quant import quantize_model
+    from tensorlib.adapters.lora import attach_lora, lora_parameters
+    from tensorlib.adapters.nf4 import quantize_model
 
     model = _decoder()
     quantize_model(model, "blocks.*.mlp_*", block_size=16)

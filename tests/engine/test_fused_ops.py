@@ -9,10 +9,10 @@ from scipy import special
 
 import tensorlib as tl
 from tensorlib import Rng, gradcheck
-from tensorlib.kernels import erf_float32
+from tensorlib.engine.kernels import erf_float32
+from tensorlib.engine.ops.function import Function
 from tensorlib.nn import Linear
 from tensorlib.nn import functional as F
-from tensorlib.ops.function import Function
 from tensorlib.optim import AdamW
 
 from helpers import assert_same_adamw_run, count_nodes

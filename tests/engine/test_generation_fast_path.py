@@ -1,7 +1,7 @@
-"""Generation's fast path: ``tensorlib.kernels.decoder_step`` runs the cached forwards of
+"""Generation's fast path: ``tensorlib.engine.kernels.decoder_step`` runs the cached forwards of
 ``Decoder.generate`` on a plain Decoder under ``no_grad`` on raw arrays, chosen by
 ``generate`` from the table of cached-step kernels (``register_cached_step``), where
-``tensorlib.kernels.generation`` registers ``prepare_decoder_step``. It must give the module
+``tensorlib.models.decoder_step`` registers ``prepare_decoder_step``. It must give the module
 path's logits bit for bit and so the same tokens, be taken only where nothing could tell the
 difference (no hook, no LoRA/NF4 layer, kernels on, no gradient wanted), and record no
 graph. ``Decoder.forward`` itself always runs its modules."""
@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, kernel_table
-from tensorlib.autograd import Context
-from tensorlib.kernels import generation
+from tensorlib import Rng
+from tensorlib.engine import kernel_table
+from tensorlib.engine.autograd import Context
+from tensorlib.engine.ops.function import Function
+from tensorlib.models import decoder_step as generation
 from tensorlib.nn import (
     Decoder,
     DecoderConfig,
@@ -21,7 +23,6 @@ from tensorlib.nn import (
     quantize_model,
     transformer,
 )
-from tensorlib.ops.function import Function
 
 from helpers import perturb_constants
 

@@ -1,9 +1,9 @@
-"""The package's one reference-count rule: tensorlib.holders.other_holders."""
+"""The package's one reference-count rule: tensorlib.engine.reference_counts.other_holders."""
 
 import numpy as np
 
-from tensorlib.holders import other_holders
-from tensorlib.kernels.holders import sole_owner
+from tensorlib.engine.kernels.sole_owner import sole_owner
+from tensorlib.engine.reference_counts import other_holders
 
 
 def test_a_fresh_object_has_no_other_reference():

@@ -1,5 +1,5 @@
-"""Each kernel in tensorlib.kernels equals the plain formula it stands in for, to the accuracy
-its docstring states; and reference mode switches every one of them off."""
+"""Each kernel in tensorlib.engine.kernels equals the plain formula it stands in for, to the
+accuracy its docstring states; and reference mode switches every one of them off."""
 
 import math
 
@@ -8,13 +8,14 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import Rng, kernel_table, kernels, ops
+from tensorlib import Rng
+from tensorlib.engine import kernel_table, kernels, ops
+from tensorlib.engine.ops.elementwise import Exp, exact_gelu
+from tensorlib.engine.ops.function import register_kernel
+from tensorlib.engine.ops.softmax import softmax
 from tensorlib.nn import Linear
 from tensorlib.nn import functional as F
-from tensorlib.ops.elementwise import Exp, exact_gelu
-from tensorlib.ops.function import register_kernel
-from tensorlib.ops.softmax import softmax
-from tensorlib.optim import AdamW
+from tensorlib.optim import AdamW, adamw_flat
 from tensorlib.optim.optimizer import register_step_kernel
 
 from helpers import assert_same_adamw_run
@@ -283,10 +284,10 @@ def test_adamw_kernel_declines_what_it_does_not_cover_and_changes_nothing():
     optimizer, parameters = _trained(0.0, reference_step=False, steps=1)
     parameters[1].grad = None  # one parameter without a gradient: not the flat case
     before = [p.numpy().copy() for p in parameters]
-    assert kernels.adamw_step(optimizer) is False
+    assert adamw_flat.adamw_step(optimizer) is False
     parameters[1].grad = np.zeros(parameters[1].shape, np.float32)
     parameters[0].grad = parameters[0].grad * np.nan  # a non-finite gradient
-    assert kernels.adamw_step(optimizer) is False
+    assert adamw_flat.adamw_step(optimizer) is False
     for p, data in zip(parameters, before, strict=True):
         np.testing.assert_array_equal(p.data, data)
 
@@ -343,12 +344,13 @@ def test_reference_mode_fills_no_kernel_cache():
         optimizer.step()
         model.generate(ids[:, :2], 3, rng=Rng(2))
     assert set(kernels.cache_entries().values()) == {0}
+    assert optimizer not in adamw_flat._BUFFERS
     optimizer.zero_grad()
     model.loss(ids[:, :-1], ids[:, 1:]).backward()
     optimizer.step()
     assert all(kernels.cache_entries()[name] > 0 for name in
-               ("constant_vectors", "causal_masks", "unshifted_ranges", "gelu_coefficients",
-                "adamw_buffers"))
+               ("constant_vectors", "causal_masks", "unshifted_ranges", "gelu_coefficients"))
+    assert optimizer in adamw_flat._BUFFERS
 
 
 def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
@@ -362,6 +364,6 @@ def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
     with pytest.raises(TypeError, match="register_step_kernel: the kernel must be callable"):
         register_step_kernel(AdamW, None)
     assert kernel_table._TABLE == before  # nothing registered by a refused call
-    assert kernel_table.kernel_for(AdamW) is kernels.adamw_step
+    assert kernel_table.kernel_for(AdamW) is adamw_flat.adamw_step
     with kernels.reference_mode():
         assert kernel_table.kernel_for(AdamW) is None

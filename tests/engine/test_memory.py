@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tensorlib import memory
+from tensorlib.engine import memory
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

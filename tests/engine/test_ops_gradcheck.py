@@ -15,9 +15,10 @@ import pytest
 from scipy import special
 
 import tensorlib as tl
-from tensorlib import GradcheckError, Rng, Tensor, gradcheck, ops
+from tensorlib import GradcheckError, Rng, Tensor, gradcheck
+from tensorlib.engine import ops
+from tensorlib.engine.ops.function import Function
 from tensorlib.nn import functional as F
-from tensorlib.ops.function import Function
 
 from helpers import conv_by_definition as _conv
 from helpers import pool_by_definition as _pool
@@ -631,7 +632,7 @@ def test_index_put_with_a_repeated_index_gives_value_the_gradient_of_each_write(
 
 
 def test_every_op_is_gradchecked_here():
-    """Each Function that tensorlib.ops exports is a node of some case's graph above."""
+    """Each Function that tensorlib.engine.ops exports is a node of some case's graph above."""
     seen = set()
     for fn, specs, _ in CASES.values():
         out = fn(*[Tensor(a, requires_grad=True) for a in _inputs(specs, "contiguous")])

@@ -1,4 +1,4 @@
-"""Tests for tensorlib.random (PyTorch's random factories) and the Generator spelling of Rng.
+"""Tests for tensorlib.engine.random (PyTorch's random factories) and the Generator spelling of Rng.
 
 Every factory's values are pinned to the Rng draws its docstring names, bit for bit; its
 shapes, dtypes and refusals are compared with PyTorch's where PyTorch is installed (its values
@@ -8,9 +8,9 @@ differ: it uses another generator).
 import numpy as np
 import pytest
 
-import tensorlib.random as factories
-from tensorlib.rng import Generator, Rng, default_rng, manual_seed
-from tensorlib.tensor import Tensor, tensor
+import tensorlib.engine.random as factories
+from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
+from tensorlib.engine.tensor import Tensor, tensor
 
 MASK = 2**64 - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -155,7 +155,7 @@ class OtherDeviceArray(np.ndarray):
 
 
 def test_like_factories_put_the_result_on_the_tensors_device():
-    from tensorlib import backend
+    from tensorlib.engine import backend
 
     backend.register_backend("otherdevice", np, lambda a: np.asarray(a).view(OtherDeviceArray),
                              lambda: True, array_types=(OtherDeviceArray,))
@@ -439,7 +439,7 @@ def test_errors_name_the_problem():
 
 # --------------------------------------------------------------------------- PyTorch
 
-# The same calls, written once for both libraries: `lib` is torch or tensorlib.random,
+# The same calls, written once for both libraries: `lib` is torch or tensorlib.engine.random,
 # `T(values, dtype)` makes a tensor, `g` is a seeded generator, dtypes are named by short
 # names. Compared: the result's shape and dtype, or that both raise.
 PARITY_CALLS = [

@@ -1,4 +1,4 @@
-"""Tests for tensorlib.rng: the splitmix64 generator and its distributions."""
+"""Tests for tensorlib.engine.splitmix64: the splitmix64 generator and its distributions."""
 
 import math
 import time

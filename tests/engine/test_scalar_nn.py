@@ -58,7 +58,7 @@ def test_default_rng_is_deterministic_and_differs_between_neurons():
 
 
 def test_default_rng_is_tensorlib_rng_zero():
-    from tensorlib.rng import Rng
+    from tensorlib.engine.splitmix64 import Rng
 
     rng = Rng(0)
     expected = [float(rng.uniform(-1.0, 1.0)) for _ in range(3)]

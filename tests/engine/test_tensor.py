@@ -1,4 +1,5 @@
-"""Tests for tensorlib.tensor: construction, factories, dtype rules, conversions, in-place ops."""
+"""Tests for tensorlib.engine.tensor: construction, factories, dtype rules, conversions, in-place
+ops."""
 
 import numpy as np
 import pytest

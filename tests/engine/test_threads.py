@@ -1,4 +1,4 @@
-"""The kernels' thread pool (tensorlib.kernels.threads): the same bits for any thread count.
+"""The kernels' thread pool (tensorlib.engine.kernels.threads): the same bits for any thread count.
 
 Every threaded kernel, alone and inside a whole Decoder training step (forward, backward,
 AdamW, several steps), gives bit-identical outputs and gradients at 1, 2 and 3 threads, at
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, kernels
-from tensorlib.kernels import threads
+from tensorlib import Rng
+from tensorlib.engine import kernels
+from tensorlib.engine.kernels import threads
 from tensorlib.nn import Decoder, DecoderConfig, Parameter
 from tensorlib.optim import AdamW
 
@@ -86,7 +87,7 @@ def test_thread_count_comes_from_its_own_variable_else_one():
 
 
 def test_a_fresh_process_reads_the_thread_variable():
-    code = "import tensorlib.kernels as k; print(k.get_num_threads())"
+    code = "import tensorlib.engine.kernels as k; print(k.get_num_threads())"
     env = {**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}
     env.pop("TENSORLIB_NUM_THREADS", None)
     for value, expected in ((None, "1"), ("3", "3")):

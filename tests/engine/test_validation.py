@@ -1,9 +1,9 @@
-"""tensorlib.validation: one set of checks, each naming what was wrong."""
+"""tensorlib.engine.validation: one set of checks, each naming what was wrong."""
 
 import numpy as np
 import pytest
 
-from tensorlib import validation
+from tensorlib.engine import validation
 
 
 def test_integers():

@@ -7,7 +7,7 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import Rng
-from tensorlib.gradcheck import gradcheck_module
+from tensorlib.engine.gradcheck import gradcheck_module
 from tensorlib.nn import Dropout, Linear, MultiheadAttention
 
 

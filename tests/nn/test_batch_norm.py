@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, backend, checkpoint
-from tensorlib.gradcheck import gradcheck
-from tensorlib.interchange import load_safetensors, save_safetensors
+from tensorlib import Rng
+from tensorlib.engine import backend
+from tensorlib.engine.gradcheck import gradcheck
 from tensorlib.nn import (
     BatchNorm1d,
     Linear,
@@ -16,6 +16,8 @@ from tensorlib.nn import (
     Tanh,
 )
 from tensorlib.nn import functional as F
+from tensorlib.saving import checkpoint
+from tensorlib.saving.safetensors import load_safetensors, save_safetensors
 
 SHAPES = [(6, 3), (4, 3, 5)]  # (N, C) and (N, C, L)
 

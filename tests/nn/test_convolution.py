@@ -374,17 +374,17 @@ def test_a_small_cnn_trains_draws_and_checkpoints(tmp_path):
     assert "BatchNorm2d" in drawing and "MaxPool2d" in drawing
     # the whole state (BatchNorm's running statistics too) as safetensors; the parameters
     # of a model without buffers in a TLCKPT checkpoint
-    tl.interchange.save_safetensors(tmp_path / "cnn.safetensors", model)
+    tl.saving.save_safetensors(tmp_path / "cnn.safetensors", model)
     copy = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
                          nn.MaxPool2d(2), nn.Conv2d(4, 8, 3), nn.ReLU(), nn.Flatten(),
                          nn.Linear(8, 3))
-    tl.interchange.load_safetensors(tmp_path / "cnn.safetensors", copy)
+    tl.saving.load_safetensors(tmp_path / "cnn.safetensors", copy)
     model.eval()
     copy.eval()
     np.testing.assert_array_equal(copy(images).numpy(), model(images).numpy())
     convolutions = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, rng=rng), nn.ReLU(),
                                  nn.Conv2d(4, 8, 3, groups=2, rng=rng))
-    tl.checkpoint.save(tmp_path / "cnn.tlckpt", convolutions)
+    tl.saving.checkpoint.save(tmp_path / "cnn.tlckpt", convolutions)
     fresh = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 8, 3, groups=2))
-    tl.checkpoint.load(tmp_path / "cnn.tlckpt", fresh)
+    tl.saving.checkpoint.load(tmp_path / "cnn.tlckpt", fresh)
     np.testing.assert_array_equal(fresh(images).numpy(), convolutions(images).numpy())

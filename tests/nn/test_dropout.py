@@ -5,8 +5,8 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import Rng, manual_seed
+from tensorlib.engine.splitmix64 import default_rng
 from tensorlib.nn import Dropout, Module
-from tensorlib.rng import default_rng
 
 
 def test_same_seed_same_mask_and_the_mask_is_uniform_below_p():

@@ -7,7 +7,7 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import Rng
-from tensorlib.gradcheck import gradcheck
+from tensorlib.engine.gradcheck import gradcheck
 from tensorlib.nn import BatchNorm1d, Flatten, FlattenConsecutive, Linear, Module, Sequential
 
 

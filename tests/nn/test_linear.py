@@ -7,9 +7,9 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import Rng, gradcheck, manual_seed
-from tensorlib.gradcheck import gradcheck_module
+from tensorlib.engine.gradcheck import gradcheck_module
+from tensorlib.engine.splitmix64 import default_rng
 from tensorlib.nn import Linear
-from tensorlib.rng import default_rng
 
 
 def test_names_shapes_and_default_init():

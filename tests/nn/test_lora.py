@@ -1,4 +1,4 @@
-"""Tests for tensorlib.nn.lora: LowRankAdapter, attach_lora, lora_parameters, merge_lora."""
+"""Tests for tensorlib.adapters.lora: LowRankAdapter, attach_lora, lora_parameters, merge_lora."""
 
 import math
 
@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, checkpoint, gradcheck
-from tensorlib.nn import Decoder, DecoderConfig, Linear
-from tensorlib.nn.lora import (
+from tensorlib import Rng, gradcheck
+from tensorlib.adapters.lora import (
     LoRALinear,
     LowRankAdapter,
     attach_lora,
@@ -21,7 +20,9 @@ from tensorlib.nn.lora import (
     merge_lora,
     save_adapters,
 )
+from tensorlib.nn import Decoder, DecoderConfig, Linear
 from tensorlib.optim import SGD, AdamW
+from tensorlib.saving import checkpoint
 
 CONFIG = DecoderConfig(vocabulary_size=11, context_length=6, channels=8, heads=2, layers=2)
 PATTERNS = ["blocks.*.attention.output", "blocks.*.mlp_*"]

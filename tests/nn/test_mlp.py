@@ -6,7 +6,7 @@ from scipy import special
 
 import tensorlib as tl
 from tensorlib import Rng
-from tensorlib.gradcheck import gradcheck_module
+from tensorlib.engine.gradcheck import gradcheck_module
 from tensorlib.nn import GELU, MLP, Identity, Linear, ReLU, Sigmoid, Tanh
 
 

@@ -23,7 +23,7 @@ from tensorlib.nn import (
     evaluation_mode,
 )
 from tensorlib.optim import SGD, AdamW
-from tensorlib.train import train
+from tensorlib.training.loop import train
 
 from helpers import Affine, Leaf
 
@@ -579,7 +579,7 @@ def test_buffer_registration_rules():
 
 
 def test_to_moves_buffers_with_the_parameters(monkeypatch):
-    from tensorlib import backend
+    from tensorlib.engine import backend
 
     model = Counter()
     moved = []

@@ -1,4 +1,4 @@
-"""Tests for tensorlib.nn.programmed: the hand-programmed induction core and the model that
+"""Tests for tensorlib.models.programmed: the hand-programmed induction core and the model that
 joins a programmed module to a learned one.
 
 The induction task, as :func:`induction_targets` defines it: at position ``t`` of ids
@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, checkpoint, gradcheck
-from tensorlib.nn import Decoder, DecoderConfig, Module, capture_activations
-from tensorlib.nn import functional as F
-from tensorlib.nn.programmed import (
+from tensorlib import Rng, gradcheck
+from tensorlib.models.programmed import (
     ProgramAugmentedModel,
     ProgrammedAttentionHead,
     ProgrammedSequenceCore,
     induction_targets,
 )
+from tensorlib.nn import Decoder, DecoderConfig, Module, capture_activations
+from tensorlib.nn import functional as F
 from tensorlib.optim import SGD
+from tensorlib.saving import checkpoint
 
 BUFFERS = ["token_table", "position_table",
            "previous_token.query", "previous_token.key", "previous_token.value",

@@ -1,4 +1,4 @@
-"""Tests for tensorlib.nn.quant: NF4 codes, quantized Linear layers, QLoRA and its export."""
+"""Tests for tensorlib.adapters.nf4: NF4 codes, quantized Linear layers, QLoRA and its export."""
 
 import gc
 import weakref
@@ -9,9 +9,8 @@ import pytest
 
 import tensorlib as tl
 from tensorlib import Rng
-from tensorlib.nn import Decoder, DecoderConfig, Linear
-from tensorlib.nn.lora import LoRALinear, attach_lora, lora_parameters, merge_lora
-from tensorlib.nn.quant import (
+from tensorlib.adapters.lora import LoRALinear, attach_lora, lora_parameters, merge_lora
+from tensorlib.adapters.nf4 import (
     NF4_LEVELS,
     NF4Linear,
     NF4Weight,
@@ -28,6 +27,7 @@ from tensorlib.nn.quant import (
     quantize_nf4,
     unpack_codes,
 )
+from tensorlib.nn import Decoder, DecoderConfig, Linear
 from tensorlib.optim import SGD, AdamW
 
 CONFIG = DecoderConfig(vocabulary_size=11, context_length=6, channels=16, heads=2, layers=2)
@@ -481,7 +481,7 @@ def test_export_merged_loads_into_a_plain_decoder():
 
 
 def test_module_to_moves_nf4_and_lora_state_in_one_transaction():
-    backend = pytest.importorskip("tensorlib.backend")
+    backend = pytest.importorskip("tensorlib.engine.backend")
     if not hasattr(backend, "register_backend") or not hasattr(Decoder, "to"):
         pytest.skip("no pluggable backends here")
 

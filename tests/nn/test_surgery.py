@@ -1,4 +1,4 @@
-"""Tests for tensorlib.nn.surgery: the LinearStandIn interface, find_linear_layers,
+"""Tests for tensorlib.adapters.layer_replacement: the LinearStandIn interface, find_linear_layers,
 replace_layer and export_merged, and the layout that keeps LoRA and NF4 apart."""
 
 import ast
@@ -10,10 +10,19 @@ import pytest
 import tensorlib as tl
 import tensorlib.nn
 from tensorlib import Rng
-from tensorlib.nn import Decoder, DecoderConfig, Linear, functional, lora, quant, surgery
-from tensorlib.nn.lora import LoRALinear, attach_lora, lora_parameters, merge_lora
-from tensorlib.nn.quant import NF4Linear, memory_report, quantize_model
-from tensorlib.nn.surgery import LinearStandIn, export_merged, find_linear_layers, replace_layer
+from tensorlib.adapters import layer_replacement as surgery
+from tensorlib.adapters import lora
+from tensorlib.adapters import nf4 as quant
+from tensorlib.adapters.layer_replacement import (
+    LinearStandIn,
+    export_merged,
+    find_linear_layers,
+    replace_layer,
+)
+from tensorlib.adapters.lora import LoRALinear, attach_lora, lora_parameters, merge_lora
+from tensorlib.adapters.nf4 import NF4Linear, memory_report, quantize_model
+from tensorlib.models import Decoder, DecoderConfig
+from tensorlib.nn import Linear, functional
 
 CONFIG = DecoderConfig(vocabulary_size=11, context_length=6, channels=8, heads=2, layers=2)
 
@@ -53,7 +62,7 @@ def test_the_public_names_are_one_function_wherever_they_are_imported_from():
 
 
 def test_lora_and_quant_do_not_import_each_other():
-    folder = Path(tensorlib.nn.__file__).parent
+    folder = Path(tensorlib.adapters.__file__).parent
 
     def imported(stem):  # every import, those inside functions included
         found = set()
@@ -64,9 +73,9 @@ def test_lora_and_quant_do_not_import_each_other():
                 found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
         return found
 
-    assert not {"tensorlib.nn.quant", "tensorlib.nn.lora"} & imported("surgery")
-    assert "tensorlib.nn.quant" not in imported("lora")
-    assert "tensorlib.nn.lora" not in imported("quant")
+    assert not {"tensorlib.adapters.nf4", "tensorlib.adapters.lora"} & imported("layer_replacement")
+    assert "tensorlib.adapters.nf4" not in imported("lora")
+    assert "tensorlib.adapters.lora" not in imported("nf4")
     assert not hasattr(lora, "NF4Linear") and not hasattr(quant, "LoRALinear")
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib import Rng, checkpoint
-from tensorlib.gradcheck import gradcheck
+from tensorlib import Rng
+from tensorlib.engine.gradcheck import gradcheck
 from tensorlib.nn import WaveNet
 from tensorlib.nn import functional as F
+from tensorlib.saving import checkpoint
 
 IDS = Rng(1).integers(0, 11, size=(5, 8))
 

@@ -5,7 +5,7 @@ tests/optim/test_optim_torch_parity.py."""
 import numpy as np
 import pytest
 
-import tensorlib.checkpoint as checkpoint
+import tensorlib.saving.checkpoint as checkpoint
 from tensorlib import Rng
 from tensorlib.nn import Decoder, DecoderConfig, Module, Parameter
 from tensorlib.optim import SGD, AdamW, WarmupCosineSchedule, weight_decay_groups

@@ -5,9 +5,9 @@ import copy
 import numpy as np
 import pytest
 
+from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.module import Module, Parameter
 from tensorlib.optim import SGD, collect_parameters
-from tensorlib.tensor import Tensor
 
 
 class Inner(Module):

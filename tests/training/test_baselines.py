@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tensorlib import Rng
-from tensorlib.baselines import BigramModel, bigram_pairs
 from tensorlib.data import CharTokenizer, sequence_targets
+from tensorlib.models.bigram_counts import BigramModel, bigram_pairs
 
 # ".ab." and ".b." with the vocabulary [".", "a", "b"]: the pairs are
 # (., a) (a, b) (b, .) and (., b) (b, .).

@@ -10,11 +10,12 @@ import sys
 import numpy as np
 import pytest
 
-from tensorlib import Rng, checkpoint
-from tensorlib.__main__ import main
+from tensorlib import Rng
+from tensorlib.command_line.main import main
+from tensorlib.command_line.names_gpt import sample_names
 from tensorlib.data import CharTokenizer, sequence_targets, stream_windows, token_stream
-from tensorlib.names_run import sample_names
 from tensorlib.nn import Decoder, DecoderConfig
+from tensorlib.saving import checkpoint
 
 TINY = ["--steps", "5", "--layers", "1", "--channels", "16", "--heads", "2",
         "--context-length", "8", "--batch-size", "4", "--eval-windows", "40"]

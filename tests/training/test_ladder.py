@@ -1,4 +1,4 @@
-"""The capstone's ladder (tensorlib.ladder, ``python -m tensorlib ladder``) and the results
+"""The capstone's ladder (tensorlib.training.ladder, ``python -m tensorlib ladder``) and the results
 shipped in notebooks/data/ladder/."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tensorlib as tl
-from tensorlib.__main__ import main
-from tensorlib.baselines import BigramModel
+from tensorlib.command_line.main import main
 from tensorlib.data import context_target_pairs
-from tensorlib.ladder import (
+from tensorlib.models.bigram_counts import BigramModel
+from tensorlib.training.ladder import (
     RUNGS,
     Budget,
     WindowModel,

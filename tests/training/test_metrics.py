@@ -1,10 +1,10 @@
-"""The counts of tensorlib.metrics: the confusion matrix, by hand and on bad input."""
+"""The counts of tensorlib.training.metrics: the confusion matrix, by hand and on bad input."""
 
 import numpy as np
 import pytest
 
 from tensorlib import Tensor
-from tensorlib.metrics import class_names, confusion_matrix
+from tensorlib.training.metrics import class_names, confusion_matrix
 
 
 def test_confusion_matrix_counts_by_hand():

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from tensorlib import Rng, checkpoint
-from tensorlib.names_run import (
+from tensorlib import Rng
+from tensorlib.command_line.names_gpt import (
     CONFIG_FORMAT,
     MAX_SEED,
     NamesSettings,
@@ -22,6 +22,7 @@ from tensorlib.names_run import (
     save_names_run,
     train_names_run,
 )
+from tensorlib.saving import checkpoint
 
 TINY = NamesSettings(steps=4, layers=1, channels=8, heads=2, context_length=4, batch_size=4,
                      eval_windows=20, seed=3)

@@ -10,7 +10,7 @@ import pytest
 from tensorlib import Rng, Tensor, custom_gradient, is_grad_enabled
 from tensorlib.nn import Linear, Module
 from tensorlib.optim import SGD, WarmupCosineSchedule, warmup_cosine_lr
-from tensorlib.train import (
+from tensorlib.training.loop import (
     DETERMINISTIC_FIELDS,
     TIMING_FIELDS,
     History,
@@ -286,7 +286,7 @@ def final_state(stream_text: str) -> str:
 
 
 def pretend_jupyter_kernel(monkeypatch):
-    """Make tensorlib.train see an IPython shell with a kernel, as in a notebook."""
+    """Make tensorlib.training.loop see an IPython shell with a kernel, as in a notebook."""
     ipython = types.ModuleType("IPython")
     shell = types.SimpleNamespace(kernel=object())
     ipython.get_ipython = lambda: shell

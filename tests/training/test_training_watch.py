@@ -1,5 +1,5 @@
 """Watching training (tensorlib.viz.watch_training) and the learning-rate range test
-(tensorlib.train.learning_rate_range_test)."""
+(tensorlib.training.loop.learning_rate_range_test)."""
 
 import math
 
@@ -12,7 +12,7 @@ from tensorlib import Rng
 from tensorlib.nn import BatchNorm1d, Linear, ReLU, Sequential, Tanh
 from tensorlib.nn import functional as F
 from tensorlib.optim import SGD, AdamW
-from tensorlib.train import RangeTest, learning_rate_range_test, train
+from tensorlib.training.loop import RangeTest, learning_rate_range_test, train
 from tensorlib.viz import dead_unit_fraction, plot_update_ratios, watch_training
 
 FEATURES = Rng(1).normal(size=(256, 6))

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from tensorlib import Rng, Tensor
-from tensorlib.metrics import confusion_matrix
+from tensorlib.training.metrics import confusion_matrix
 from tensorlib.viz import (
     plot_confusion_matrix,
     plot_feature_maps,

@@ -11,7 +11,7 @@ from matplotlib.image import AxesImage
 from tensorlib import Rng, Tensor
 from tensorlib.nn import MLP, Linear, functional
 from tensorlib.optim import SGD
-from tensorlib.train import train
+from tensorlib.training.loop import train
 from tensorlib.viz import (
     ActivationTrace,
     LiveLossPlot,

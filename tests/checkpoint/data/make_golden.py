@@ -16,10 +16,11 @@ import pathlib
 
 import numpy as np
 
-from tensorlib import Rng, checkpoint
+from tensorlib import Rng
+from tensorlib.adapters.nf4 import quantize_model
 from tensorlib.nn import Decoder, DecoderConfig
-from tensorlib.nn.quant import quantize_model
 from tensorlib.optim import AdamW
+from tensorlib.saving import checkpoint
 
 HERE = pathlib.Path(__file__).parent
 CONFIG = DecoderConfig(vocabulary_size=7, context_length=5, channels=8, heads=2, layers=1)

@@ -1,0 +1,31 @@
+"""The models the workbook trains, each in one file, built from :mod:`tensorlib.nn`.
+
+``decoder``: the GPT-style decoder (notebooks 14, 15, 19), with ``decoder_step`` beside it,
+its cached generation step on raw arrays; ``wavenet`` (12b); ``programmed``, sequence cores
+whose weights are written by hand (21); ``bigram_counts``, the count-based bigram every
+neural name model must beat (12, 15).
+"""
+
+from tensorlib.models.decoder import Decoder, DecoderBlock, DecoderConfig
+from tensorlib.models.programmed import (
+    ProgramAugmentedModel,
+    ProgrammedAttentionHead,
+    ProgrammedSequenceCore,
+    induction_targets,
+)
+from tensorlib.models.wavenet import WaveNet, WaveNetLevel
+
+
+def __getattr__(name: str) -> object:
+    if name == "BigramModel":  # loaded on first use: it reads the data package's tokenizer
+        from tensorlib.models.bigram_counts import BigramModel
+
+        return BigramModel
+    raise AttributeError(f"module 'tensorlib.models' has no attribute '{name}'")
+
+
+__all__ = [
+    "BigramModel", "Decoder", "DecoderBlock", "DecoderConfig", "ProgramAugmentedModel",
+    "ProgrammedAttentionHead", "ProgrammedSequenceCore", "WaveNet", "WaveNetLevel",
+    "induction_targets",
+]

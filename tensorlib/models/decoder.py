@@ -1,0 +1,300 @@
+"""A GPT-style decoder: pre-norm blocks of causal attention and a GELU MLP.
+
+``Decoder.generate`` runs its cached forwards through the modules, or through a faster step
+that a kernel registered for the model's class in the table at the end of this file
+(``register_cached_step``) when that kernel takes the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tensorlib.engine import kernel_table, validation
+from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.tensor import Tensor
+from tensorlib.nn import functional as F
+from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.container import ModuleList
+from tensorlib.nn.layers import (
+    Dropout,
+    Embedding,
+    HookPoint,
+    LayerNorm,
+    Linear,
+    PositionalEmbedding,
+    check_input,
+    resolve_rng,
+)
+from tensorlib.nn.modes import evaluation_mode
+from tensorlib.nn.module import Module
+
+__all__ = ["CachedStep", "Decoder", "DecoderBlock", "DecoderConfig", "register_cached_step"]
+
+class DecoderBlock(Module):
+    r"""One pre-norm transformer block on ``(B, T, C)``::
+
+        x = x + attention(attention_norm(x))
+        x = x + mlp_dropout(mlp_output(gelu(mlp_input(mlp_norm(x)))))
+
+    Children, in order: ``attention_norm, attention, mlp_norm, mlp_input (C → 4C),
+    mlp_output (4C → C), mlp_dropout``, and two :class:`HookPoint`\ s on the residual stream,
+    ``residual_attention`` (after the attention branch) and ``residual_mlp`` (the block's
+    output). GELU is the exact (erf) form.
+    """
+
+    def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
+                 rng: Rng | None = None, dtype: Any = np.float32):
+        super().__init__()
+        # channels is checked here, where 4·channels is computed; heads, dropout, eps and
+        # dtype by the layers that use them (MultiheadAttention, Dropout, LayerNorm, Linear).
+        self.channels = validation.positive_integer(channels, "channels")
+        generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
+        hidden = 4 * self.channels
+        self.attention_norm = LayerNorm(self.channels, eps, dtype=dtype)
+        self.attention = MultiheadAttention(self.channels, heads, dropout, rng=rng, dtype=dtype)
+        self.mlp_norm = LayerNorm(self.channels, eps, dtype=dtype)
+        self.mlp_input = Linear(self.channels, hidden, rng=generator, dtype=dtype)
+        self.mlp_output = Linear(hidden, self.channels, rng=generator, dtype=dtype)
+        self.mlp_dropout = Dropout(dropout, rng=rng)
+        self.residual_attention = HookPoint()  # (B, T, C)
+        self.residual_mlp = HookPoint()  # (B, T, C)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """``x (B, T, C)`` → ``(B, T, C)``; ``cache`` is passed on to the attention (the new
+        positions follow the cached ones)."""
+        check_input(x, "DecoderBlock", self.channels, ndim=3)
+        x = self.residual_attention(x + self.attention(self.attention_norm(x), cache=cache))
+        hidden = F.gelu(self.mlp_input(self.mlp_norm(x)))  # (B, T, 4C)
+        return self.residual_mlp(x + self.mlp_dropout(self.mlp_output(hidden)))
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """The shape of a Decoder. Validated on construction: positive integer sizes,
+    ``channels % heads == 0``, ``0 <= dropout < 1`` and ``eps > 0``."""
+
+    vocabulary_size: int
+    context_length: int
+    channels: int
+    heads: int
+    layers: int
+    dropout: float = 0.0
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for name in ("vocabulary_size", "context_length", "channels", "heads", "layers"):
+            validation.positive_integer(getattr(self, name), f"DecoderConfig.{name}")
+        validation.heads_divide(self.channels, self.heads,
+                                ("DecoderConfig: channels", "heads"))
+        validation.probability(self.dropout, "DecoderConfig.dropout")
+        validation.positive(self.eps, "DecoderConfig.eps")
+
+
+class Decoder(Module):
+    """A GPT-style language model: token ids ``(B, T)`` → next-token logits ``(B, T, V)``.
+
+    Children: ``token_embedding, positional_embedding, blocks`` (a ModuleList of
+    DecoderBlocks), ``final_norm, language_model_head`` (Linear C → V with bias), and the
+    :class:`HookPoint` ``embedding`` on the token plus position embedding ``(B, T, C)``.
+    """
+
+    def __init__(self, config: DecoderConfig, rng: Rng | None = None, dtype: Any = np.float32):
+        super().__init__()
+        if not isinstance(config, DecoderConfig):
+            raise TypeError(f"Decoder needs a DecoderConfig, got {type(config).__name__}")
+        # The config checked itself when it was made; dtype is checked by the first layer.
+        generator = resolve_rng(rng)
+        self.config = config
+        c = config
+        self.token_embedding = Embedding(c.vocabulary_size, c.channels, rng=generator,
+                                         dtype=dtype)
+        self.positional_embedding = PositionalEmbedding(c.context_length, c.channels,
+                                                        rng=generator, dtype=dtype)
+        self.blocks = ModuleList(
+            DecoderBlock(c.channels, c.heads, c.dropout, c.eps, rng=rng, dtype=dtype)
+            for _ in range(c.layers)
+        )
+        self.final_norm = LayerNorm(c.channels, c.eps, dtype=dtype)
+        self.language_model_head = Linear(c.channels, c.vocabulary_size, rng=generator,
+                                          dtype=dtype)
+        self.embedding = HookPoint()  # token plus position embedding, (B, T, C)
+
+    def _token_ids(self, token_ids: Any, what: str = "token id") -> np.ndarray:
+        ids = F.token_ids(token_ids, self.config.vocabulary_size, what)
+        if ids.ndim != 2:
+            raise ValueError(f"Decoder expects {what}s of shape (B, T), got shape {ids.shape}")
+        if ids.shape[0] == 0 or ids.shape[1] == 0:
+            raise ValueError(f"Decoder needs at least one sequence of at least one token, got "
+                             f"shape {ids.shape}")
+        return ids
+
+    def new_cache(self) -> list[KVCache]:
+        """One empty :class:`KVCache` per block, each with room for ``context_length``
+        positions, for :meth:`forward` with ``caches``."""
+        return [KVCache(self.config.context_length) for _ in self.blocks]
+
+    def _cache_start(self, caches: Any, batch: int, length: int) -> int:
+        """Validate ``caches`` for ``length`` new positions of ``batch`` rows, before
+        anything changes; return how many positions they already hold."""
+        if isinstance(caches, KVCache) or not isinstance(caches, Sequence) \
+                or len(caches) != len(self.blocks) \
+                or not all(isinstance(c, KVCache) for c in caches):
+            raise TypeError(f"caches must be a sequence of {len(self.blocks)} KVCaches (one per "
+                            f"block, see Decoder.new_cache), got {caches!r}")
+        starts = {c.length for c in caches}
+        if len(starts) != 1:
+            raise ValueError(f"the blocks' caches hold different lengths {sorted(starts)}")
+        start = starts.pop()
+        for index, cache in enumerate(caches):
+            if cache.keys is not None and cache.keys.shape[0] != batch:
+                raise ValueError(f"caches[{index}] holds {cache.keys.shape[0]} sequences, got "
+                                 f"token ids for {batch}")
+            if start + length > cache.capacity:
+                raise ValueError(f"{start} cached + {length} new positions exceed "
+                                 f"caches[{index}]'s capacity {cache.capacity}")
+        if start + length > self.config.context_length:
+            raise ValueError(f"{start} cached + {length} new positions exceed the context "
+                             f"length {self.config.context_length}")
+        return start
+
+    def forward(self, token_ids: Any, caches: Sequence[KVCache] | None = None) -> Tensor:
+        """Integer ids ``(B, T)`` → logits ``(B, T, V)``.
+
+        Without ``caches``: ``T <= context_length``, at positions ``0 .. T-1``. With
+        ``caches`` (one KVCache per block, from :meth:`new_cache`; inference only, under
+        ``no_grad``) the ids are the next ``T`` tokens of sequences whose first ``start``
+        positions are cached: they sit at positions ``start .. start + T - 1`` (at most
+        ``context_length``), every block appends their keys and values, and the logits are
+        those a forward pass over the whole sequence gives at these positions.
+        """
+        ids = self._token_ids(token_ids)
+        batch, length = ids.shape
+        if caches is None:
+            if length > self.config.context_length:
+                raise ValueError(f"sequence length {length} exceeds the context length "
+                                 f"{self.config.context_length}")
+            start = 0
+        else:
+            start = self._cache_start(caches, batch, length)
+        x = self.token_embedding(ids)  # (B, T, C)
+        if start == 0:
+            x = self.positional_embedding(x)  # (B, T, C)
+        else:  # positions continue after the cached ones
+            x = x + self.positional_embedding.table(np.arange(start, start + length))
+        x = self.embedding(x)
+        for index, block in enumerate(self.blocks):
+            x = block(x, cache=None if caches is None else caches[index])
+        return self.language_model_head(self.final_norm(x))  # (B, T, V)
+
+    def loss(self, token_ids: Any, targets: Any) -> Tensor:
+        """Mean cross-entropy of ``targets (B, T)`` (the next token at each position)."""
+        ids = self._token_ids(token_ids)
+        target_ids = self._token_ids(targets, "target")
+        if target_ids.shape != ids.shape:
+            raise ValueError(f"targets of shape {target_ids.shape} do not match token ids of "
+                             f"shape {ids.shape}")
+        return F.cross_entropy(self.forward(ids), target_ids)
+
+    def generate(self, token_ids: Any, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, rng: Rng | None = None,
+                 use_cache: bool = True) -> np.ndarray:
+        """Sample ``max_new_tokens`` tokens after each prompt row of ``token_ids (B, T)``.
+
+        Runs in eval mode under ``no_grad`` (each module's previous mode is restored after).
+        Each next token is drawn from the logits of the last position of the last
+        ``context_length`` tokens, divided by ``temperature`` (> 0); with ``top_k`` only
+        the k largest logits of each row can be drawn (ties with the k-th value are kept).
+        Samples come from ``rng.sample_categorical`` (the default generator when ``rng`` is
+        None), so the result is determined by the generator's state. Returns int64
+        ``(B, T + max_new)``.
+
+        ``use_cache=False`` recomputes the whole window at every step. ``use_cache=True``
+        (the default) gives the same tokens faster: one forward pass over the prompt fills
+        a :class:`KVCache` per block, then each step feeds only the newest token, at
+        position ``current length - 1``, attending over the cached keys and values. Once
+        the sequence is longer than ``context_length`` the window slides and its positions
+        restart at 0, which changes every cached key and value, so from then on each step
+        recomputes the window (exactly as ``use_cache=False``): the cache speeds up the
+        first ``context_length`` positions. The logits of the two paths agree to float
+        rounding, not bit for bit (the sums run in another order).
+
+        The cached forwards of one call (the prefill and each step) run through
+        :meth:`forward`, unless a kernel registered for the model's class (see
+        :func:`register_cached_step`) takes this model at the prefill: then its step runs
+        them, with the same logits bit for bit and so the same tokens.
+        """
+        ids = self._token_ids(token_ids)
+        max_new_tokens = validation.integer(max_new_tokens, "max_new_tokens", minimum=0)
+        temperature = validation.positive(temperature, "temperature")
+        if top_k is not None:
+            top_k = validation.integer(top_k, "top_k", minimum=1,
+                                       maximum=self.config.vocabulary_size)
+        use_cache = validation.boolean(use_cache, "use_cache")
+        generator = resolve_rng(rng)
+        window = self.config.context_length
+        with evaluation_mode(self):
+            cached_forward: CachedStep | None = None
+            for _ in range(int(max_new_tokens)):
+                if not use_cache or ids.shape[1] > window:
+                    logits = self.forward(ids[:, -window:])._data  # recompute the window
+                elif cached_forward is None:
+                    cached_forward = _cached_forward(self, self.new_cache())
+                    logits = cached_forward(ids)  # prefill: the whole prompt
+                else:
+                    logits = cached_forward(ids[:, -1:])  # the newest token only
+                next_ids = _sample_next(logits[:, -1, :], temperature, top_k,
+                                        generator)  # (B,)
+                ids = np.concatenate([ids, next_ids[:, None]], axis=1)
+        return ids
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"vocabulary_size={c.vocabulary_size}, context_length={c.context_length}, "
+                f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
+
+
+# ------------------------------------------------------------------- cached-step kernels
+CachedStep = Callable[[np.ndarray], Any]
+"""One cached forward of a model on arrays: ``step(ids)`` takes the next token ids
+``(B, T)`` of the sequences in its caches and returns the array of their logits
+``(B, T, V)``, appending their keys and values to the caches."""
+
+def register_cached_step(model_class: type[Module],
+                         prepare: Callable[[Any, list[KVCache]], CachedStep | None]) -> None:
+    """Let a kernel stand in for the cached forwards of ``generate`` on models of exactly
+    ``model_class`` (not its subclasses; in the kernel table, :mod:`tensorlib.engine.kernel_table`,
+    which reference mode switches off): ``tensorlib.engine.kernels`` registers
+    ``tensorlib.models.decoder_step.prepare_decoder_step`` for :class:`Decoder`.
+
+    At the prefill of each ``generate`` call, ``prepare(model, caches)`` gets the model and
+    its fresh caches (one empty :class:`KVCache` per block). It returns None when the
+    forwards must run through the modules, or a :data:`CachedStep` that gives, bit for bit,
+    the logits ``model.forward(ids, caches)`` would give, and fills the caches as it would;
+    ``generate`` then calls that step for the prefill and each following cached step. When
+    it may stand in is the kernel's rule, not the model's. A second registration for the
+    same class replaces the first.
+    """
+    kernel_table.register(model_class, prepare, Module, "register_cached_step")
+
+
+def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:
+    """How one ``generate`` call runs its cached forwards: the step of the kernel
+    registered for ``type(model)`` when it takes this model, else ``model.forward``."""
+    prepare = kernel_table.kernel_for(type(model))
+    step = None if prepare is None else prepare(model, caches)
+    if step is not None:
+        return step
+    return lambda ids: model.forward(ids, caches)._data
+
+
+def _sample_next(logits: Any, temperature: float, top_k: int | None, generator: Rng) -> np.ndarray:
+    """Draw one id per row of ``logits (B, V)`` after temperature and top-k filtering."""
+    logits = np.asarray(logits, dtype=np.float64) / float(temperature)  # (B, V)
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = np.partition(logits, -top_k, axis=-1)[:, [-top_k]]  # (B, 1)
+        logits = np.where(logits < kth, -np.inf, logits)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V)
+    return generator.sample_categorical(weights)  # (B,)

@@ -1,0 +1,12 @@
+"""Saving and loading: the one writer of files (``files``), TLCKPT checkpoints of a model,
+its AdamW and its generator (``checkpoint``, notebook 16; the format is
+docs/checkpoint_format.md), and safetensors files (``safetensors``), the format PyTorch,
+Hugging Face and JAX read.
+"""
+
+from tensorlib.saving import checkpoint
+from tensorlib.saving.checkpoint import CheckpointError
+from tensorlib.saving.safetensors import load_safetensors, read_safetensors, save_safetensors
+
+__all__ = ["CheckpointError", "checkpoint", "load_safetensors", "read_safetensors",
+           "save_safetensors"]

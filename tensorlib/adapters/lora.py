@@ -45,8 +45,11 @@ from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import to_numpy
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
-from tensorlib.nn.layers import Linear, resolve_rng
-from tensorlib.nn.module import Module, Parameter, check_module, load_by_name
+from tensorlib.nn.functional.dropout import resolve_rng
+from tensorlib.nn.layers import Linear
+from tensorlib.nn.module import Module, check_module
+from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.state_dict import load_by_name
 
 __all__ = [
     "LoRALinear",

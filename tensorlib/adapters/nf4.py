@@ -49,7 +49,8 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import Linear, check_input
-from tensorlib.nn.module import Module, Parameter, named_extra_parameters
+from tensorlib.nn.module import Module, named_extra_parameters
+from tensorlib.nn.parameter import Parameter
 
 __all__ = [
     "NF4_LEVELS",

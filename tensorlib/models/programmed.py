@@ -37,7 +37,8 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.layers import HookPoint
-from tensorlib.nn.module import Module, Parameter, check_module
+from tensorlib.nn.module import Module, check_module
+from tensorlib.nn.parameter import Parameter
 
 __all__ = ["ProgrammedAttentionHead", "ProgrammedSequenceCore", "ProgramAugmentedModel",
            "induction_targets"]

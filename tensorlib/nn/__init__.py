@@ -48,7 +48,9 @@ from tensorlib.nn.layers import (
     Tanh,
 )
 from tensorlib.nn.modes import evaluation_mode
-from tensorlib.nn.module import Module, Parameter, StateDictError
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.state_dict import StateDictError
 
 # The models' and adapters' names, found here too, each loaded from its home when first used
 # (a name, not an import: tensorlib.nn imports nothing above it).

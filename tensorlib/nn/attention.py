@@ -19,7 +19,8 @@ from tensorlib.nn.layers import (
     check_input,
     resolve_rng,
 )
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 
 __all__ = ["KVCache", "MultiheadAttention"]
 

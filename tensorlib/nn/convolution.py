@@ -17,8 +17,11 @@ from tensorlib.engine import validation
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import functional as F
+from tensorlib.nn.functional.convolution import per_axis, pool_sizes
+from tensorlib.nn.functional.dropout import resolve_rng
 from tensorlib.nn.init import fan_in_uniform
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 
 __all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d"]
 
@@ -42,9 +45,9 @@ class _Convolution(Module):
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(f"{name}: groups={self.groups} must divide in_channels="
                              f"{self.in_channels} and out_channels={self.out_channels}")
-        self.kernel_size = F.per_axis(kernel_size, dims, "kernel_size", 1)
-        self.stride = F.per_axis(stride, dims, "stride", 1)
-        self.dilation = F.per_axis(dilation, dims, "dilation", 1)
+        self.kernel_size = per_axis(kernel_size, dims, "kernel_size", 1)
+        self.stride = per_axis(stride, dims, "stride", 1)
+        self.dilation = per_axis(dilation, dims, "dilation", 1)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"{name} padding must be an integer, a tuple, 'valid' or "
@@ -53,13 +56,13 @@ class _Convolution(Module):
                 raise ValueError(f"{name}: padding='same' needs stride 1, got {self.stride}")
             self.padding: Any = padding
         else:
-            self.padding = F.per_axis(padding, dims, "padding", 0)
+            self.padding = per_axis(padding, dims, "padding", 0)
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"{name} padding_mode must be one of {', '.join(_PADDING_MODES)}, "
                              f"got {padding_mode!r}")
         self.padding_mode = padding_mode
         dtype = validation.float_dtype(dtype)
-        generator = F.resolve_rng(rng)
+        generator = resolve_rng(rng)
         shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
         fan_in = shape[1] * math.prod(self.kernel_size)
         self.weight = Parameter(fan_in_uniform(shape, generator, dtype=dtype))
@@ -127,10 +130,10 @@ class _Pool(Module):
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0):
         super().__init__()
-        self.kernel_size = F.per_axis(kernel_size, self.dims, "kernel_size", 1)
+        self.kernel_size = per_axis(kernel_size, self.dims, "kernel_size", 1)
         self.stride = self.kernel_size if stride is None else \
-            F.per_axis(stride, self.dims, "stride", 1)
-        self.padding = F.per_axis(padding, self.dims, "padding", 0)
+            per_axis(stride, self.dims, "stride", 1)
+        self.padding = per_axis(padding, self.dims, "padding", 0)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
@@ -141,9 +144,9 @@ class _MaxPool(_Pool):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  dilation: Any = 1, return_indices: bool = False, ceil_mode: bool = False):
         super().__init__(kernel_size, stride, padding)
-        self.dilation = F.per_axis(dilation, self.dims, "dilation", 1)
+        self.dilation = per_axis(dilation, self.dims, "dilation", 1)
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
-        F.pool_sizes(type(self).__name__, self.dims, self.kernel_size, self.stride,
+        pool_sizes(type(self).__name__, self.dims, self.kernel_size, self.stride,
                      self.padding, self.dilation, ceil_mode)
         if validation.boolean(return_indices, "return_indices"):
             raise ValueError(f"{type(self).__name__}: return_indices=True is not supported; "
@@ -171,7 +174,7 @@ class _AvgPool(_Pool):
                  ceil_mode: bool = False, count_include_pad: bool = True):
         super().__init__(kernel_size, stride, padding)
         self.count_include_pad = validation.boolean(count_include_pad, "count_include_pad")
-        F.pool_sizes(type(self).__name__, self.dims, self.kernel_size, self.stride,
+        pool_sizes(type(self).__name__, self.dims, self.kernel_size, self.stride,
                      self.padding, 1, ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:

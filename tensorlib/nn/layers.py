@@ -21,8 +21,10 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.container import ModuleList
+from tensorlib.nn.functional.dropout import resolve_rng
 from tensorlib.nn.init import POLICIES, initialize
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 
 __all__ = [
     "ACTIVATIONS",
@@ -57,7 +59,6 @@ def check_policy(policy: Any, what: str) -> str:
     return policy
 
 
-resolve_rng = F.resolve_rng
 
 
 def check_input(x: Any, what: str, width: int, ndim: int | None = None) -> Tensor:

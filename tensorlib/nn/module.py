@@ -1,7 +1,9 @@
-"""Modules and parameters: the tree every layer, optimizer and checkpoint works through.
+"""Modules: the tree every layer, optimizer and checkpoint works through.
 
-The containers built on it (``ModuleList``, ``Sequential``) are in
-:mod:`tensorlib.nn.container`, the handle a forward hook returns in :mod:`tensorlib.nn.hooks`.
+Its leaves, the parameters, are in :mod:`tensorlib.nn.parameter`; ``load_state_dict``
+loads by name with :mod:`tensorlib.nn.state_dict`; the containers built on the tree
+(``ModuleList``, ``Sequential``) are in :mod:`tensorlib.nn.container`, the handle a forward
+hook returns in :mod:`tensorlib.nn.hooks`.
 
 A ``Module`` registers its ``Parameter``s and child modules under names (attribute
 assignment registers them too). From that tree come dotted names
@@ -14,78 +16,17 @@ child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from tensorlib.engine.autograd import no_grad
-from tensorlib.engine.backend import copy_to_backend, device_of, require_backend, to_numpy, writable
+from tensorlib.engine.backend import copy_to_backend, device_of, require_backend, to_numpy
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn.hooks import RemovableHandle
-
-
-class Parameter(Tensor):
-    """A leaf tensor a module owns. ``trainable=False`` freezes it (it never gets a grad)."""
-
-    def __init__(self, data: Any, trainable: bool = True, dtype: Any = None):
-        if isinstance(data, Tensor):
-            data = data._data
-        super().__init__(data, dtype=dtype)
-        if not is_floating(self.dtype):
-            raise TypeError(f"a Parameter must be floating point, got dtype {self.dtype}")
-        self.requires_grad = bool(trainable)
-
-    @Tensor.data.setter  # type: ignore[attr-defined]  # (mypy: a parent's setter)
-    def data(self, value: Any) -> None:
-        """Read as :attr:`Tensor.data`. Assigning new values is an in-place change whose
-        shape and dtype must stay the same (a module, its optimizer and its checkpoints rely
-        on both)."""
-        array = value._data if isinstance(value, Tensor) else value
-        if not (hasattr(array, "shape") and hasattr(array, "dtype")):
-            array = np.asarray(array)
-        if tuple(array.shape) != self.shape or array.dtype != self.dtype:
-            owner = f"parameter {self._owner}" if self._owner else "a parameter"
-            raise ValueError(f"cannot assign data of shape {tuple(array.shape)} and dtype "
-                             f"{array.dtype} to {owner} of shape {self.shape} and dtype "
-                             f"{self.dtype}; use copy_() for values, or register a new "
-                             "Parameter")
-        Tensor.data.fset(self, array)  # type: ignore[attr-defined]
-
-    def _release(self, empty: Any) -> None:
-        """Drop the values for good (NF4 quantization does, once it holds the weight in its
-        own storage): data becomes ``empty``, the version bumps, the gradient goes."""
-        self._data = empty
-        self._bump_version()
-        self.grad = None
-
-    @property
-    def _owner(self) -> str:
-        """``'name' of ModuleType`` once registered (set by ``register_parameter``)."""
-        return self.__dict__.get("_registered_as", "")
-
-    @property
-    def trainable(self) -> bool:
-        return self.requires_grad
-
-    @trainable.setter
-    def trainable(self, flag: bool) -> None:
-        self.requires_grad = bool(flag)
-        if not flag:
-            self.grad = None
-
-    def __repr__(self) -> str:
-        return "Parameter(" + super().__repr__()[len("tensor(") :]
-
-
-class StateDictError(ValueError):
-    """A state dictionary does not fit the module; the message lists every problem."""
-
-
-class IncompatibleKeys(NamedTuple):
-    missing_keys: list[str]
-    unexpected_keys: list[str]
+from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.state_dict import IncompatibleKeys, load_by_name
 
 
 class Module:
@@ -587,66 +528,6 @@ def check_module(value: Any, what: str) -> Module:
     if not isinstance(value, Module):
         raise TypeError(f"{what} must be a Module, got {type(value).__name__}")
     return value
-
-
-def load_by_name(own: Mapping[str, Tensor], state: Any, strict: bool,
-                 failure: str) -> IncompatibleKeys:
-    """Copy ``state``'s values into the tensors ``own`` by name, all or nothing
-    (:func:`stage_by_name`, then :func:`copy_staged`). What ``load_state_dict``
-    and ``tensorlib.adapters.lora.load_lora_state_dict`` are made of."""
-    staged, keys = stage_by_name(own, state, strict, failure)
-    copy_staged(staged)
-    return keys
-
-
-def copy_staged(staged: list[tuple[Tensor, np.ndarray]]) -> None:
-    """Commit what :func:`stage_by_name` staged: each array into its tensor with ``copy_``
-    under ``no_grad`` (bumping its version)."""
-    with no_grad():
-        for target, array in staged:
-            target.copy_(array)
-
-
-def stage_by_name(own: Mapping[str, Tensor], state: Any, strict: bool, failure: str,
-                  source: str = "the state"
-                  ) -> tuple[list[tuple[Tensor, np.ndarray]], IncompatibleKeys]:
-    """Check ``state`` (arrays or Tensors by name) against the tensors ``own`` and return
-    what to copy where, each value as a new array of its target's dtype, with the missing
-    and unexpected keys. Nothing is changed. Every problem (a missing or unexpected key
-    under ``strict``, a shape, a dtype that is not a number or changes a buffer's kind of
-    number, a read-only target) is collected and raised in one ``StateDictError`` starting
-    with ``failure``; ``source`` names where the values come from in its messages. The one
-    loader by name: ``load_state_dict``, the adapters' and the checkpoint's loads use it."""
-    if not isinstance(state, dict):
-        raise TypeError(f"expected a dict of arrays by name, got {type(state).__name__}")
-    missing = [name for name in own if name not in state]
-    unexpected = [name for name in state if name not in own]
-    problems = []
-    staged: list[tuple[Tensor, np.ndarray]] = []
-    for name, target in own.items():
-        if name not in state:
-            continue
-        value = state[name]
-        array = value._data if isinstance(value, Tensor) else np.asarray(value)
-        if array.shape != target.shape:
-            problems.append(f"'{name}': shape {array.shape} in {source}, {target.shape} in "
-                            "the model")
-        elif array.dtype.kind not in "fiu":
-            problems.append(f"'{name}': dtype {array.dtype} is not numeric")
-        elif not isinstance(target, Parameter) and \
-                is_floating(array.dtype) != is_floating(target.dtype):
-            problems.append(f"'{name}': dtype {array.dtype} in {source}, {target.dtype} "
-                            "in the model (a buffer keeps its kind of number)")
-        elif not writable(target._data):
-            problems.append(f"'{name}': the model's array is read-only")
-        else:
-            staged.append((target, array.astype(target.dtype, copy=True)))
-    if strict:
-        problems = ([f"missing key '{name}'" for name in missing]
-                    + [f"unexpected key '{name}'" for name in unexpected] + problems)
-    if problems:
-        raise StateDictError(f"{failure}: " + "; ".join(problems))
-    return staged, IncompatibleKeys(missing, unexpected)
 
 
 def named_extra_parameters(module: Module) -> list[tuple[str, Parameter]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from tensorlib.engine import validation
 from tensorlib.engine.backend import array_module
-from tensorlib.nn.module import Parameter
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim.optimizer import (
     ParamsOrModule,
     collect_parameters,

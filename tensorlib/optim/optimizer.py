@@ -16,7 +16,8 @@ from tensorlib.engine import kernel_table, validation
 from tensorlib.engine.backend import array_module, writable
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.typing import Array
-from tensorlib.nn.module import Module, Parameter, check_module, named_extra_parameters
+from tensorlib.nn.module import Module, check_module, named_extra_parameters
+from tensorlib.nn.parameter import Parameter
 
 ParamsOrModule = Module | Mapping[str, Parameter] | Iterable[Parameter]
 

@@ -41,14 +41,9 @@ import numpy as np
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.layers import BatchNorm1d, BatchNorm2d
-from tensorlib.nn.module import (
-    Module,
-    Parameter,
-    StateDictError,
-    check_module,
-    copy_staged,
-    stage_by_name,
-)
+from tensorlib.nn.module import Module, check_module
+from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.state_dict import StateDictError, copy_staged, stage_by_name
 from tensorlib.saving.files import write_atomic
 
 __all__ = [

@@ -18,7 +18,8 @@ import numpy as np
 from safetensors import numpy as safetensors_numpy
 
 from tensorlib.engine.validation import is_floating
-from tensorlib.nn.module import IncompatibleKeys, Module, StateDictError, check_module
+from tensorlib.nn.module import Module, check_module
+from tensorlib.nn.state_dict import IncompatibleKeys, StateDictError
 from tensorlib.saving.checkpoint import CheckpointError
 from tensorlib.saving.files import write_atomic
 

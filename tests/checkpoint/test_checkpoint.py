@@ -17,7 +17,8 @@ import tensorlib.saving.checkpoint as checkpoint
 from tensorlib import no_grad
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.nn import Decoder, DecoderConfig
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import SGD, AdamW
 from tensorlib.saving.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 import tensorlib.saving.checkpoint as checkpoint
 from tensorlib.engine.splitmix64 import Rng
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import AdamW
 from tensorlib.saving.checkpoint import CheckpointError, inspect, load, save, save_legacy_weights
 

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 from tensorlib.engine.splitmix64 import Rng
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import AdamW
 from tensorlib.saving.checkpoint import inspect, load, save
 

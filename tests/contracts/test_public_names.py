@@ -62,6 +62,22 @@ def test_every_import_the_notebooks_and_the_documents_write_still_imports():
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+def test_every_name_the_notebooks_read_from_tl_and_F_is_there():
+    import tensorlib.nn.functional as F
+
+    read = {"tl": set(), "F": set()}
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb")) + \
+        sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+    for path in notebooks:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                for alias, name in re.findall(r"(?<![\w.])(tl|F)\.(\w+)", "".join(cell["source"])):
+                    read[alias].add(name)
+    assert len(read["F"]) > 10 and len(read["tl"]) > 10
+    assert not {name for name in read["tl"] if not hasattr(tensorlib, name)}
+    assert not {name for name in read["F"] if not hasattr(F, name)}
+
+
 def test_the_notebooks_import_from_the_new_homes_only():
     former = {f"tensorlib.{old}" for old in tensorlib.FORMER_PATHS}
     stale = {statement: files for statement, files in _written_imports().items()

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import AdamW
 
 

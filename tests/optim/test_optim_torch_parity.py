@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tensorlib.nn.module import Parameter
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import SGD, AdamW, clip_grad_norm
 
 torch = pytest.importorskip("torch")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tensorlib.nn.module import Parameter
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import SGD, AdamW, WarmupCosineSchedule, warmup_cosine_lr
 
 CONFIG = {"base_lr": 1.0, "warmup_steps": 4, "total_steps": 12, "min_lr": 0.1}

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tensorlib.engine.tensor import Tensor
-from tensorlib.nn.module import Module, Parameter
+from tensorlib.nn.module import Module
+from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import SGD, collect_parameters
 
 

@@ -1,0 +1,135 @@
+"""Layer norm over the last axis and batch norm over the batch (and positions), fused, each
+with its reference twin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorlib.engine import ops, validation
+from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.backend import array_module
+from tensorlib.engine.tensor import Tensor
+from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype
+
+
+def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
+    _check_floating(x, "layer_norm input")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"layer_norm needs a non-empty last axis, got shape {x.shape}")
+    validation.positive(eps, "layer_norm eps")
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is None:
+            continue
+        _check_floating(value, f"layer_norm {name}")
+        if value.shape != (x.shape[-1],):
+            raise ValueError(f"layer_norm {name} of shape {value.shape} does not match the "
+                             f"input's last axis (input shape {x.shape})")
+    _check_one_dtype("layer_norm", x, weight, bias)
+
+
+def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize the last axis to zero mean and unit (biased) variance, then scale and shift
+    by ``weight`` and ``bias`` (each of shape ``(C,)`` or None). One fused node."""
+    _check_layer_norm(x, weight, bias, eps)
+    return ops.LayerNorm.apply(x, weight, bias, eps=float(eps))
+
+
+def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+                         eps: float = 1e-5) -> Tensor:
+    """The primitive chain: mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
+    _check_layer_norm(x, weight, bias, eps)
+    centered = x - x.mean(-1, keepdims=True)
+    variance = (centered * centered).mean(-1, keepdims=True)
+    out = centered / (variance + float(eps)).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,
+                      training: bool, momentum: float, eps: float) -> None:
+    _check_floating(x, "batch_norm input")
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm expects (N, C, ...) input, got shape {x.shape}")
+    channels = x.shape[1]
+    if training and x.numel() == channels:  # one value per channel
+        raise ValueError(f"batch_norm in training needs more than 1 value per channel (a batch "
+                         f"variance), got input shape {x.shape}")
+    validation.positive(eps, "batch_norm eps")
+    validation.real(momentum, "batch_norm momentum", low=0.0, high=1.0, high_open=False)
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError("batch_norm in evaluation needs running_mean and running_var")
+    for name, value in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+        if value is None:
+            continue
+        _check_floating(value, f"batch_norm {name}")
+        if value.shape != (channels,):
+            raise ValueError(f"batch_norm {name} of shape {value.shape} does not match the "
+                             f"input's {channels} channels (input shape {x.shape})")
+        if name.startswith("running") and value.requires_grad:
+            raise ValueError(f"batch_norm {name} must not require grad (it is a buffer)")
+    _check_one_dtype("batch_norm", x, weight, bias)
+
+
+def _channel_axes(x: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The axes statistics are taken over, and the shape a (C,) vector broadcasts as."""
+    return (0, *range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of ``x (N, C, ...)`` (``(N, C)``, ``(N, C, L)``, ``(N, C, H,
+    W)``), then scale and shift by ``weight`` and ``bias`` (each (C,) or None), as
+    ``torch.nn.functional.batch_norm``.
+
+    Training: the batch's mean and biased variance normalize (one fused node), and the
+    running statistics, where given, move in place towards the batch's:
+    ``running = (1 - momentum) · running + momentum · batch``, with the unbiased variance
+    (M/(M-1) times the biased one, M values per channel). Evaluation: the running
+    statistics normalize, and nothing changes. An empty batch has no statistics: it passes
+    through (``x · weight + bias``, empty) and changes nothing.
+    """
+    _check_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    axes, channel_shape = _channel_axes(x)
+    if x.numel() == 0:
+        out = x if weight is None else x * weight.reshape(channel_shape)
+        return out if bias is None else out + bias.reshape(channel_shape)
+    if not training:
+        assert running_mean is not None and running_var is not None  # checked above
+        xp = array_module(x._data)
+        mean = running_mean._data.astype(x.dtype, copy=False).reshape(channel_shape)
+        variance = running_var._data.astype(x.dtype, copy=False).reshape(channel_shape)
+        out = (x - Tensor(mean)) * Tensor(1.0 / xp.sqrt(variance + x.dtype.type(eps)))
+        if weight is not None:
+            out = out * weight.reshape(channel_shape)
+        return out if bias is None else out + bias.reshape(channel_shape)
+    if running_mean is not None or running_var is not None:
+        values_per_channel = x.numel() // x.shape[1]
+        batch_mean = x._data.mean(axis=axes)
+        batch_var = x._data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
+        with no_grad():
+            for running, batch in ((running_mean, batch_mean), (running_var, batch_var)):
+                if running is not None:
+                    running.mul_(1.0 - momentum).add_(batch.astype(running.dtype), alpha=momentum)
+    return ops.BatchNorm.apply(x, weight, bias, eps=float(eps))
+
+
+def batch_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+                         eps: float = 1e-5) -> Tensor:
+    """The primitive chain of training-mode ``batch_norm`` (batch statistics, no running
+    ones): mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
+    _check_batch_norm(x, None, None, weight, bias, True, 0.1, eps)
+    axes, channel_shape = _channel_axes(x)
+    centered = x - x.mean(axes, keepdims=True)
+    variance = (centered * centered).mean(axes, keepdims=True)
+    out = centered / (variance + float(eps)).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(channel_shape)
+    if bias is not None:
+        out = out + bias.reshape(channel_shape)
+    return out

@@ -137,8 +137,8 @@ def export_merged(model: Module) -> dict[str, np.ndarray]:
             stand_ins.append(prefix)
             state[prefix + "weight"] = to_numpy(module.dense_weight())
             if module.bias is not None:
-                state[prefix + "bias"] = to_numpy(module.bias._data)
+                state[prefix + "bias"] = to_numpy(module.bias.numpy())
         else:
             for name, tensor in _own_state(module):
-                state[prefix + name] = to_numpy(tensor._data)
+                state[prefix + name] = to_numpy(tensor.numpy())
     return state

@@ -101,7 +101,7 @@ class LowRankAdapter(Module):
 
     def delta_weight(self) -> np.ndarray:
         """``(alpha / rank) · B A`` as an array of shape ``(out_features, in_features)``."""
-        return (self.B._data @ self.A._data) * self.A.dtype.type(self.scale)
+        return (self.B.numpy() @ self.A.numpy()) * self.A.dtype.type(self.scale)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -184,7 +184,7 @@ class LoRALinear(LinearStandIn):
         Linear's weight or the dense weight of another stand-in (a dequantized NF4 weight);
         the layer itself is not changed."""
         base = self.base
-        weight = base.weight._data if isinstance(base, Linear) else base.dense_weight()
+        weight = base.weight.numpy() if isinstance(base, Linear) else base.dense_weight()
         return weight + self.lora.delta_weight().astype(weight.dtype)
 
     def merge(self) -> Linear:
@@ -197,7 +197,7 @@ class LoRALinear(LinearStandIn):
             raise ValueError("cannot merge an adapter into an NF4-quantized weight; use "
                              "tensorlib.adapters.nf4.export_merged to get merged float32 weights")
         with no_grad():
-            self.base.weight.copy_(self.base.weight._data + self.lora.delta_weight())
+            self.base.weight.copy_(self.base.weight.numpy() + self.lora.delta_weight())
         self.merged = True
         return self.base
 
@@ -269,7 +269,7 @@ def lora_state_dict(model: Module) -> dict[str, np.ndarray]:
     """A numpy copy of every adapter factor of ``model``, by the names of
     :func:`lora_parameters` (the adapters' ``state_dict``, which the model's own leaves
     out)."""
-    return {name: to_numpy(parameter._data) for name, parameter in lora_parameters(model).items()}
+    return {name: to_numpy(parameter.numpy()) for name, parameter in lora_parameters(model).items()}
 
 
 def load_lora_state_dict(model: Module, state: dict[str, Any]) -> None:

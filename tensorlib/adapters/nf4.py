@@ -121,7 +121,7 @@ def check_block_size(block_size: Any) -> int:
 
 
 def _float_array(weight: Any, what: str) -> Any:
-    array = weight._data if isinstance(weight, Tensor) else weight
+    array = weight.numpy() if isinstance(weight, Tensor) else weight
     if not hasattr(array, "dtype") or not hasattr(array, "shape"):
         array = np.asarray(array)
     if not is_floating(array.dtype):
@@ -319,7 +319,7 @@ class NF4Linear(LinearStandIn):
     @property
     def quantized(self) -> NF4Weight:
         """The weight's NF4 storage (the buffers' current arrays)."""
-        return NF4Weight(self.codes._data, self.absmax._data,
+        return NF4Weight(self.codes.numpy(), self.absmax.numpy(),
                          (self.out_features, self.in_features), self.block_size, self.dtype)
 
     def dense_weight(self) -> Any:
@@ -362,7 +362,7 @@ def _quantized_layers(layers: Sequence[tuple[str, Module]], block_size: int
                              "was quantized; use the NF4Linear that took its place")
     for name, layer in layers:
         _check_not_held(name, layer)  # type: ignore[arg-type]  # a Linear: checked above
-    staged = [NF4Linear(quantize_nf4(layer.weight._data, block_size), layer.bias)
+    staged = [NF4Linear(quantize_nf4(layer.weight.numpy(), block_size), layer.bias)
               for _, layer in layers]
     for (_, layer), quantized in zip(layers, staged, strict=True):
         quantized.train(layer.training)
@@ -374,7 +374,7 @@ def _release_weight(layer: Linear) -> None:
     weight = layer.weight
     weight.grad = None
     weight.trainable = False
-    weight._release(array_module(weight._data).empty((0,), dtype=weight.dtype))
+    weight._release(array_module(weight.numpy()).empty((0,), dtype=weight.dtype))
 
 
 def quantize_linear(linear: Linear, block_size: int = 64) -> NF4Linear:
@@ -461,16 +461,16 @@ def memory_report(model: Module) -> dict[str, int]:
     parameters), ``nf4_codes``, ``nf4_scales`` and their ``total``."""
     adapters = [p for _, p in named_extra_parameters(model)]
     report = {
-        "float_parameters": sum(int(p._data.nbytes) for p in model.parameters()),
-        "lora_parameters": sum(int(p._data.nbytes) for p in adapters),
+        "float_parameters": sum(int(p.numpy().nbytes) for p in model.parameters()),
+        "lora_parameters": sum(int(p.numpy().nbytes) for p in adapters),
         "nf4_codes": 0,
         "nf4_scales": 0,
     }
     for _, module in model.named_modules():
         layer = module.base if _has_adapter(module) else module
         if isinstance(layer, NF4Linear):
-            report["nf4_codes"] += int(layer.codes._data.nbytes)
-            report["nf4_scales"] += int(layer.absmax._data.nbytes)
+            report["nf4_codes"] += int(layer.codes.numpy().nbytes)
+            report["nf4_scales"] += int(layer.absmax.numpy().nbytes)
     report["total"] = sum(report.values())
     return report
 

@@ -239,7 +239,7 @@ class Decoder(Module):
             cached_forward: CachedStep | None = None
             for _ in range(int(max_new_tokens)):
                 if not use_cache or ids.shape[1] > window:
-                    logits = self.forward(ids[:, -window:])._data  # recompute the window
+                    logits = self.forward(ids[:, -window:]).numpy()  # recompute the window
                 elif cached_forward is None:
                     cached_forward = _cached_forward(self, self.new_cache())
                     logits = cached_forward(ids)  # prefill: the whole prompt
@@ -287,7 +287,7 @@ def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:
     step = None if prepare is None else prepare(model, caches)
     if step is not None:
         return step
-    return lambda ids: model.forward(ids, caches)._data
+    return lambda ids: model.forward(ids, caches).numpy()
 
 
 def _sample_next(logits: Any, temperature: float, top_k: int | None, generator: Rng) -> np.ndarray:

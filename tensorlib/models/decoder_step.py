@@ -180,7 +180,7 @@ def decoder_arrays(model: Any) -> DecoderArrays | None:
     blocks = tuple(_block_arrays(block) for block in model.blocks)
     if table is None or None in blocks:
         return None
-    arrays = DecoderArrays(token_embedding.weight._data, table[0].weight._data,
+    arrays = DecoderArrays(token_embedding.weight.numpy(), table[0].weight.numpy(),
                            cast("tuple[BlockArrays, ...]", blocks),  # None is not in it
                            _norm_arrays(final_norm), _linear_arrays(head))
     dtype = arrays.token_table.dtype
@@ -225,7 +225,7 @@ def _block_arrays(block: Any) -> BlockArrays | None:
     if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)):
         return None
     return BlockArrays(attention.heads, _norm_arrays(attention_norm), _fused_qkv(attention),
-                       attention.qkv_bias._data.reshape(-1), _linear_arrays(output),
+                       attention.qkv_bias.numpy().reshape(-1), _linear_arrays(output),
                        _norm_arrays(mlp_norm), _linear_arrays(mlp_input),
                        _linear_arrays(mlp_output))
 
@@ -233,19 +233,19 @@ def _block_arrays(block: Any) -> BlockArrays | None:
 def _fused_qkv(attention: MultiheadAttention) -> Array:
     """The array of the fused ``(3C, C)`` Q/K/V weight that ``MultiheadAttention.forward``
     builds (row block i is ``qkv_weight[i]ᵀ``), a C-contiguous copy."""
-    weight = attention.qkv_weight._data  # (3, C, C)
+    weight = attention.qkv_weight.numpy()  # (3, C, C)
     return weight.transpose(0, 2, 1).reshape(3 * attention.channels, attention.channels)
 
 
 def _norm_arrays(norm: LayerNorm) -> tuple[Array | None, Array | None, float]:
     weight, bias = norm.weight, norm.bias
-    return (None if weight is None else weight._data, None if bias is None else bias._data,
+    return (None if weight is None else weight.numpy(), None if bias is None else bias.numpy(),
             norm.eps)
 
 
 def _linear_arrays(linear: Linear) -> tuple[Array, Array | None]:
     bias = linear.bias
-    return linear.weight._data, None if bias is None else bias._data
+    return linear.weight.numpy(), None if bias is None else bias.numpy()
 
 
 def _layer_norm(x: np.ndarray, weight: Array | None, bias: Array | None, eps: float) -> np.ndarray:

@@ -146,7 +146,7 @@ class MultiheadAttention(Module):
             raise RuntimeError("a KVCache holds no autograd history: run cached attention "
                                "under tensorlib.no_grad()")
         start = cache.length
-        keys, values = cache.append(key._data, value._data)  # (B, H, T_total, D) views
+        keys, values = cache.append(key.numpy(), value.numpy())  # (B, H, T_total, D) views
         return Tensor(keys), Tensor(values), start
 
     def extra_repr(self) -> str:

@@ -74,7 +74,7 @@ class ActivationCapture:
                 tensor.retain_grad()
             self.passes[-1][name] = tensor
         else:
-            self.passes[-1][name] = to_numpy(tensor._data)  # a host copy
+            self.passes[-1][name] = to_numpy(tensor.numpy())  # a host copy
 
     @property
     def names(self) -> list[str]:
@@ -105,7 +105,7 @@ class ActivationCapture:
         """The arrays recorded under ``name``, one per pass, oldest first (host copies, also
         with ``keep_graph``)."""
         self._check_name(name)
-        return [to_numpy(record[name]._data) if self.keep_graph else record[name]
+        return [to_numpy(record[name].numpy()) if self.keep_graph else record[name]
                 for record in self.passes if name in record]
 
     def attention_map(self, name: str = "blocks.0.attention.probabilities") -> np.ndarray:

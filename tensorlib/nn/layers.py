@@ -279,13 +279,13 @@ class _BatchNorm(Module):
         updating = self.training
         momentum = self.momentum
         if updating and momentum is None:  # the average over every batch, this one included
-            momentum = 1.0 / (int(self.num_batches_tracked._data) + 1)
+            momentum = 1.0 / (int(self.num_batches_tracked.numpy()) + 1)
         out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                            training=updating, momentum=0.0 if momentum is None else momentum,
                            eps=self.eps)
         if updating and x.numel():  # F.batch_norm checked the input before it changed anything
             with no_grad():
-                self.num_batches_tracked.copy_(self.num_batches_tracked._data + 1)
+                self.num_batches_tracked.copy_(self.num_batches_tracked.numpy() + 1)
         return out
 
     def extra_repr(self) -> str:

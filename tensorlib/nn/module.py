@@ -410,8 +410,8 @@ class Module:
         staged: list[tuple[Tensor, Any, Any]] = []
         for name, tensor in self._named_members(_own_tensors, remove_duplicate=True,
                                                 children_first=True):
-            array = fn(tensor._data)
-            if array is tensor._data:
+            array = fn(tensor.numpy())
+            if array is tensor.numpy():
                 continue
             if not (hasattr(array, "shape") and hasattr(array, "dtype")) \
                     or tuple(array.shape) != tensor.shape:
@@ -421,7 +421,7 @@ class Module:
             if isinstance(tensor, Parameter) and not is_floating(array.dtype):
                 raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
                                  f"{array.dtype}; a Parameter must be floating point")
-            grad = fn(tensor.grad._data) if convert_grads and tensor.grad is not None \
+            grad = fn(tensor.grad.numpy()) if convert_grads and tensor.grad is not None \
                 else None
             staged.append((tensor, array, grad))
         for tensor, array, grad in staged:  # plain assignments, which cannot fail
@@ -469,7 +469,7 @@ class Module:
         """A numpy copy of every parameter's and persistent buffer's values (copied to the
         host from any device), keyed by dotted name: module by module depth-first, each
         module's parameters, then its buffers."""
-        return {name: to_numpy(tensor._data) for name, tensor in self._named_state()}
+        return {name: to_numpy(tensor.numpy()) for name, tensor in self._named_state()}
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values in by name. All problems are collected and reported in one

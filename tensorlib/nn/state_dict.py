@@ -63,7 +63,7 @@ def stage_by_name(own: Mapping[str, Tensor], state: Any, strict: bool, failure: 
         if name not in state:
             continue
         value = state[name]
-        array = value._data if isinstance(value, Tensor) else np.asarray(value)
+        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         if array.shape != target.shape:
             problems.append(f"'{name}': shape {array.shape} in {source}, {target.shape} in "
                             "the model")
@@ -73,7 +73,7 @@ def stage_by_name(own: Mapping[str, Tensor], state: Any, strict: bool, failure: 
                 is_floating(array.dtype) != is_floating(target.dtype):
             problems.append(f"'{name}': dtype {array.dtype} in {source}, {target.dtype} "
                             "in the model (a buffer keeps its kind of number)")
-        elif not writable(target._data):
+        elif not writable(target.numpy()):
             problems.append(f"'{name}': the model's array is read-only")
         else:
             staged.append((target, array.astype(target.dtype, copy=True)))

@@ -107,8 +107,8 @@ def all_finite(array: Any) -> bool:
 def staged_array(name: str, value: Any, parameter: Parameter) -> np.ndarray:
     """A finite copy of ``value`` in ``parameter``'s shape and dtype (state loading)."""
     if isinstance(value, Tensor):
-        value = value._data
-    xp = array_module(parameter._data)
+        value = value.numpy()
+    xp = array_module(parameter.numpy())
     array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
     if array.dtype.kind not in "fiu":
         raise ValueError(f"{name}: dtype {array.dtype} is not a real number type")
@@ -130,7 +130,7 @@ def gradient_array(parameter: Parameter, label: str) -> Array:
     """
     grad: Any = parameter.grad
     if isinstance(grad, Tensor):
-        grad = grad._data
+        grad = grad.numpy()
     if not (hasattr(grad, "shape") and hasattr(grad, "dtype")):
         grad = np.asarray(grad)
     if tuple(grad.shape) != parameter.shape:
@@ -365,9 +365,9 @@ class Optimizer:
                     f"gradient of {self.describe(index)} has dtype {grad.dtype}, "
                     "expected a real number type"
                 )
-            if not all_finite(parameter._data):
+            if not all_finite(parameter.numpy()):
                 raise ValueError(f"{self.describe(index)} has non-finite values")
-            if not writable(parameter._data):
+            if not writable(parameter.numpy()):
                 raise ValueError(f"{self.describe(index)} is read-only (its array cannot be "
                                  "written in place); nothing was changed")
             if not all_finite(grad):
@@ -417,20 +417,13 @@ class Optimizer:
 
 
 # ------------------------------------------------------------------------ step kernels
-def register_step_kernel(optimizer_class: type[Optimizer], step: Callable[[Any], bool]) -> None:
-    """Let ``step(optimizer)`` stand in for the update loop of optimizers of exactly
-    ``optimizer_class`` (in the kernel table, :mod:`tensorlib.engine.kernel_table`): it returns
-    True when it has made the whole update, or False, having changed nothing, when the
-    optimizer's own loop must run. ``tensorlib.engine.kernels`` registers ``adamw_step`` for
-    ``AdamW``; reference mode sets it aside."""
-    kernel_table.register(optimizer_class, step, Optimizer, "register_step_kernel")
-
-
-def step_by_kernel(optimizer: Optimizer) -> bool:
-    """Run the step kernel registered for ``type(optimizer)``, unless reference mode is on;
-    True when it made the update."""
-    step = kernel_table.kernel_for(type(optimizer))
-    return step is not None and step(optimizer)
+def register_step_kernel(optimizer_class: type[Optimizer], update: Callable[..., None]) -> None:
+    """Let ``update`` be the update loop of optimizers of exactly ``optimizer_class`` (in the
+    kernel table, :mod:`tensorlib.engine.kernel_table`): a function over the flat buffers the
+    optimizer owns, which it calls with them and then checks and commits what came out.
+    ``tensorlib.optim.adamw_flat`` registers ``adamw_update`` for ``AdamW``; reference mode
+    sets it aside."""
+    kernel_table.register(optimizer_class, update, Optimizer, "register_step_kernel")
 
 
 def weight_decay_groups(module: Module, weight_decay: float) -> list[dict[str, Any]]:

@@ -86,7 +86,7 @@ class SGD(Optimizer):
                     else:
                         direction = dtype(momentum) * buffer + grad
                     self.check_staged(index, "momentum buffer", direction)
-                new_value = parameter._data - dtype(lr) * direction
+                new_value = parameter.numpy() - dtype(lr) * direction
                 self.check_staged(index, "value", new_value)
                 staged.append((index, parameter, new_value, direction, momentum > 0.0))
         with no_grad():

@@ -401,7 +401,7 @@ def _parameter_chunks(named: dict[str, Parameter]) -> list[bytes]:
             raise ValueError(f"parameter '{name}' shape {shape} does not fit u32 dims")
         chunks.append(_name_bytes(name))
         chunks.append(struct.pack(f"<I{len(shape)}IQ", len(shape), *shape, parameter.numel()))
-        chunks.append(_f32_bytes(parameter._data, f"parameter '{name}'"))
+        chunks.append(_f32_bytes(parameter.numpy(), f"parameter '{name}'"))
     return chunks
 
 

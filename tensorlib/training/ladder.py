@@ -310,7 +310,7 @@ def position_nats(model: Module | BigramModel,
             losses = F.cross_entropy(scored_logits(model, inputs[part], scored),
                                      targets[part].ravel()[scored], reduction="none")
             positions = scored % inputs.shape[1]
-            nats += np.bincount(positions, weights=losses._data.astype(np.float64),
+            nats += np.bincount(positions, weights=losses.numpy().astype(np.float64),
                                 minlength=inputs.shape[1])
     return nats, valid.sum(axis=0)
 

@@ -49,7 +49,7 @@ def as_array(value: Any, what: str) -> np.ndarray:
     """The array of a Tensor, or ``value`` as a numpy array; TypeError naming ``what`` for
     anything that is neither."""
     if isinstance(value, Tensor):
-        return value._data
+        return value.numpy()
     try:
         return np.asarray(value)
     except (TypeError, ValueError) as error:
@@ -108,7 +108,7 @@ class ActivationTrace:
 
     def activations(self) -> list[tuple[str, np.ndarray]]:
         """``(name, values)`` for every recorded layer."""
-        return [(name, tensor._data) for name, tensor in zip(self.names, self.tensors,
+        return [(name, tensor.numpy()) for name, tensor in zip(self.names, self.tensors,
                                                               strict=True)]
 
     def gradients(self) -> list[tuple[str, np.ndarray]]:
@@ -285,7 +285,7 @@ class TrainingWatch:
 
     def _snapshot_if_watched(self, step: int) -> None:
         """Copy the weights before the update of ``step``, when that step is watched."""
-        self._before = ({name: to_numpy(p._data).copy() for name, p in self._weights}
+        self._before = ({name: to_numpy(p.numpy()).copy() for name, p in self._weights}
                         if self._watched(step) else None)
 
     def step_done(self, record: Any) -> None:
@@ -295,14 +295,15 @@ class TrainingWatch:
         if self._watched(step) and self._before is not None and self._capture.passes:
             kept = WatchRecord(step)
             for name, tensor in self._capture.passes[-1].items():
-                kept.activations[name] = to_numpy(tensor._data).copy()
+                kept.activations[name] = to_numpy(tensor.numpy()).copy()
                 if tensor.grad is not None:
-                    kept.gradients[name] = to_numpy(tensor.grad._data)
+                    kept.gradients[name] = to_numpy(tensor.grad.numpy())
             for name, parameter in self._weights:
                 before = self._before[name]
                 if parameter.grad is not None:
-                    kept.gradient_ratios[name] = _std_ratio(to_numpy(parameter.grad._data), before)
-                kept.update_ratios[name] = _std_ratio(to_numpy(parameter._data) - before, before)
+                    kept.gradient_ratios[name] = _std_ratio(to_numpy(parameter.grad.numpy()),
+                                                            before)
+                kept.update_ratios[name] = _std_ratio(to_numpy(parameter.numpy()) - before, before)
             self.records.append(kept)
         self._snapshot_if_watched(step + 1)
 

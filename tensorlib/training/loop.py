@@ -148,7 +148,7 @@ class History(Sequence):
 def _scalar(value: Any, what: str) -> float:
     """A Python float from a 0-d or single-element Tensor, array or number."""
     if isinstance(value, Tensor):
-        value = value._data
+        value = value.numpy()
     array = np.asarray(value)
     if array.size != 1 or array.dtype.kind not in "fiu":
         raise TypeError(f"{what} must be a single real number, got "

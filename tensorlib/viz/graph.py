@@ -289,7 +289,7 @@ def _emit(graph: _Graph, rankdir: str, max_width: int | None) -> Drawing:
 
 def _grad_array(tensor: Tensor | None) -> Any:
     """The array of ``tensor.grad`` (None without a tensor or a gradient)."""
-    return None if tensor is None or tensor.grad is None else tensor.grad._data
+    return None if tensor is None or tensor.grad is None else tensor.grad.numpy()
 
 
 def _format_number(value: float, precision: int) -> str:
@@ -400,7 +400,7 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
 
     if root.grad_fn is None:
         fields = _tensor_fields(leaf_title(root) or "output", root.shape, root.dtype,
-                                root._data, _grad_array(root), precision, small)
+                                root.numpy(), _grad_array(root), precision, small)
         graph.node("t0", fields=fields, attrs={**_LEAF_STYLE, "penwidth": "2"})
         return graph
 
@@ -447,7 +447,7 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
         grad = _grad_array(root) if is_root else _grad_array(retained)
         shape, dtype = outputs[id(node)]
         fields = _tensor_fields("output" if is_root else "", shape, dtype,
-                                root._data if is_root else None, grad, precision, small)
+                                root.numpy() if is_root else None, grad, precision, small)
         graph.node(node_id + "_out", fields=fields, attrs={"penwidth": "2"} if is_root else {})
         graph.edge(node_id, node_id + "_out")
         for parent in node.next:
@@ -461,7 +461,7 @@ def _tensor_graph(root: Tensor, module: Any, precision: int, max_nodes: int | No
     for parent_id, leaf_id in leaf_ids.items():
         tensor = leaves[parent_id]
         is_parameter = parent_id in parameter_ids or type(tensor).__name__ == "Parameter"
-        fields = _tensor_fields(leaf_title(tensor), tensor.shape, tensor.dtype, tensor._data,
+        fields = _tensor_fields(leaf_title(tensor), tensor.shape, tensor.dtype, tensor.numpy(),
                                 _grad_array(tensor), precision, small)
         graph.node(leaf_id, fields=fields,
                    attrs=dict(_PARAMETER_STYLE if is_parameter else _LEAF_STYLE))

@@ -284,10 +284,10 @@ def test_adamw_kernel_declines_what_it_does_not_cover_and_changes_nothing():
     optimizer, parameters = _trained(0.0, reference_step=False, steps=1)
     parameters[1].grad = None  # one parameter without a gradient: not the flat case
     before = [p.numpy().copy() for p in parameters]
-    assert adamw_flat.adamw_step(optimizer) is False
+    assert optimizer._flat_step(adamw_flat.adamw_update) is False
     parameters[1].grad = np.zeros(parameters[1].shape, np.float32)
     parameters[0].grad = parameters[0].grad * np.nan  # a non-finite gradient
-    assert adamw_flat.adamw_step(optimizer) is False
+    assert optimizer._flat_step(adamw_flat.adamw_update) is False
     for p, data in zip(parameters, before, strict=True):
         np.testing.assert_array_equal(p.data, data)
 
@@ -344,13 +344,13 @@ def test_reference_mode_fills_no_kernel_cache():
         optimizer.step()
         model.generate(ids[:, :2], 3, rng=Rng(2))
     assert set(kernels.cache_entries().values()) == {0}
-    assert optimizer not in adamw_flat._BUFFERS
+    assert optimizer._flat is None  # reference mode made no flat work buffers
     optimizer.zero_grad()
     model.loss(ids[:, :-1], ids[:, 1:]).backward()
     optimizer.step()
     assert all(kernels.cache_entries()[name] > 0 for name in
                ("constant_vectors", "causal_masks", "unshifted_ranges", "gelu_coefficients"))
-    assert optimizer in adamw_flat._BUFFERS
+    assert optimizer._flat is not None
 
 
 def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
@@ -364,6 +364,6 @@ def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
     with pytest.raises(TypeError, match="register_step_kernel: the kernel must be callable"):
         register_step_kernel(AdamW, None)
     assert kernel_table._TABLE == before  # nothing registered by a refused call
-    assert kernel_table.kernel_for(AdamW) is adamw_flat.adamw_step
+    assert kernel_table.kernel_for(AdamW) is adamw_flat.adamw_update
     with kernels.reference_mode():
         assert kernel_table.kernel_for(AdamW) is None

@@ -37,7 +37,7 @@ __all__ = ["as_array", "grad_array", "shown", "difference", "likely_mistake", "l
 
 def as_array(value: Any) -> np.ndarray:
     """A Tensor's array, or ``value`` as an array (an ndarray's ``.data`` is its raw buffer)."""
-    return np.asarray(value._data if isinstance(value, Tensor) else value)
+    return np.asarray(value.numpy() if isinstance(value, Tensor) else value)
 
 
 def grad_array(leaf: Tensor) -> np.ndarray:

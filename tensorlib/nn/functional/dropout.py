@@ -17,7 +17,7 @@ from tensorlib.nn.functional.arguments import _check_floating
 def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> Array:
     """Draw the inverted-dropout multiplier: 0 where uniform(0, 1) < p, else 1/(1-p)."""
     dropped = rng.uniform(0.0, 1.0, size=x.shape) < p
-    xp = array_module(x._data)
+    xp = array_module(x.numpy())
     keep_scale = x.dtype.type(1.0 / (1.0 - p))
     return xp.asarray(np.where(dropped, x.dtype.type(0), keep_scale))
 

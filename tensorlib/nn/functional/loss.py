@@ -24,7 +24,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
         raise TypeError("one_hot takes an integer tensor of class ids, got "
                         f"{getattr(tensor, 'dtype', type(tensor).__name__)}")
     num_classes = validation.integer(num_classes, "one_hot num_classes", minimum=-1)
-    ids = tensor._data
+    ids = tensor.numpy()
     if num_classes == -1:
         if ids.size == 0:
             raise ValueError("one_hot of an empty tensor needs num_classes")
@@ -47,7 +47,7 @@ def token_ids(ids: Any, limit: int, what: str = "token id", ignore: int | None =
     if isinstance(ids, Tensor):
         if ids.requires_grad:
             raise TypeError(f"{what}s must not require grad (they are indices, not values)")
-        array = ids._data
+        array = ids.numpy()
     elif isinstance(ids, (bool, np.bool_)):
         raise TypeError(f"{what}s must be integers, got a bool")
     elif isinstance(ids, numbers.Integral):

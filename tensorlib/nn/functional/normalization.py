@@ -101,17 +101,17 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         return out if bias is None else out + bias.reshape(channel_shape)
     if not training:
         assert running_mean is not None and running_var is not None  # checked above
-        xp = array_module(x._data)
-        mean = running_mean._data.astype(x.dtype, copy=False).reshape(channel_shape)
-        variance = running_var._data.astype(x.dtype, copy=False).reshape(channel_shape)
+        xp = array_module(x.numpy())
+        mean = running_mean.numpy().astype(x.dtype, copy=False).reshape(channel_shape)
+        variance = running_var.numpy().astype(x.dtype, copy=False).reshape(channel_shape)
         out = (x - Tensor(mean)) * Tensor(1.0 / xp.sqrt(variance + x.dtype.type(eps)))
         if weight is not None:
             out = out * weight.reshape(channel_shape)
         return out if bias is None else out + bias.reshape(channel_shape)
     if running_mean is not None or running_var is not None:
         values_per_channel = x.numel() // x.shape[1]
-        batch_mean = x._data.mean(axis=axes)
-        batch_var = x._data.var(axis=axes) * (values_per_channel / (values_per_channel - 1))
+        batch_mean = x.numpy().mean(axis=axes)
+        batch_var = x.numpy().var(axis=axes) * (values_per_channel / (values_per_channel - 1))
         with no_grad():
             for running, batch in ((running_mean, batch_mean), (running_var, batch_var)):
                 if running is not None:

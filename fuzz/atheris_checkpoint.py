@@ -1,6 +1,6 @@
 """Coverage-guided fuzzing of ``tensorlib.saving.checkpoint.load`` with atheris (libFuzzer).
 
-The unit tests (``tests/checkpoint/test_checkpoint_fuzz.py``) run a few hundred hypothesis
+The unit tests (``tests/saving/test_checkpoint_fuzz.py``) run a few hundred hypothesis
 examples in seconds; this harness runs the same contract for as long as you like::
 
     pip install atheris
@@ -40,7 +40,8 @@ _LOADED: dict[str, Any] = {}
 def _modules() -> dict[str, Any]:
     if not _LOADED:
         from tensorlib.engine.splitmix64 import Rng
-        from tensorlib.nn.module import Module, Parameter
+        from tensorlib.nn.module import Module
+        from tensorlib.nn.parameter import Parameter
         from tensorlib.optim import AdamW
         from tensorlib.saving import checkpoint
 

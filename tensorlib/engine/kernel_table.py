@@ -7,7 +7,8 @@ which checks what it is given:
 
 * an op (a ``Function`` subclass): ``tensorlib.engine.ops.function.register_kernel``;
 * an optimizer's update loop: ``tensorlib.optim.optimizer.register_step_kernel``;
-* a model's cached forwards in ``generate``: ``tensorlib.models.decoder.register_cached_step``.
+* a model's cached forwards in ``generate``:
+  ``tensorlib.models.decoder_step.register_cached_step``.
 
 ``tensorlib.engine.kernels.register_all`` fills the table, once, when the package is imported.
 While the switch is off (``tensorlib.reference_mode()``) :func:`kernel_for` finds nothing,

@@ -1,8 +1,10 @@
 """A GPT-style decoder: pre-norm blocks of causal attention and a GELU MLP.
 
-``Decoder.generate`` runs its cached forwards through the modules, or through a faster step
-that a kernel registered for the model's class in the table at the end of this file
-(``register_cached_step``) when that kernel takes the model."""
+Its cached generation step on raw arrays is beside it, in :mod:`tensorlib.models.decoder_step`
+(a change to a block here is a change to make there too; tests/engine/test_generation_fast_path.py
+holds the two equal). ``Decoder.generate`` runs its cached forwards through the modules, or
+through that step when the kernel table has it for the model's class and it takes the
+model; this file knows the step only as what the table holds."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from tensorlib.nn.layers import (
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
 
-__all__ = ["CachedStep", "Decoder", "DecoderBlock", "DecoderConfig", "register_cached_step"]
+__all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
 
 class DecoderBlock(Module):
     r"""One pre-norm transformer block on ``(B, T, C)``::
@@ -222,9 +224,10 @@ class Decoder(Module):
         rounding, not bit for bit (the sums run in another order).
 
         The cached forwards of one call (the prefill and each step) run through
-        :meth:`forward`, unless a kernel registered for the model's class (see
-        :func:`register_cached_step`) takes this model at the prefill: then its step runs
-        them, with the same logits bit for bit and so the same tokens.
+        :meth:`forward`, unless the step the kernel table holds for the model's class
+        (:mod:`tensorlib.models.decoder_step` for a Decoder; reference mode sets it aside)
+        takes this model at the prefill: then it runs them, with the same logits bit for bit
+        and so the same tokens.
         """
         ids = self._token_ids(token_ids)
         max_new_tokens = validation.integer(max_new_tokens, "max_new_tokens", minimum=0)
@@ -236,7 +239,7 @@ class Decoder(Module):
         generator = resolve_rng(rng)
         window = self.config.context_length
         with evaluation_mode(self):
-            cached_forward: CachedStep | None = None
+            cached_forward: Callable[[np.ndarray], Any] | None = None
             for _ in range(int(max_new_tokens)):
                 if not use_cache or ids.shape[1] > window:
                     logits = self.forward(ids[:, -window:]).numpy()  # recompute the window
@@ -256,33 +259,10 @@ class Decoder(Module):
                 f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
 
 
-# ------------------------------------------------------------------- cached-step kernels
-CachedStep = Callable[[np.ndarray], Any]
-"""One cached forward of a model on arrays: ``step(ids)`` takes the next token ids
-``(B, T)`` of the sequences in its caches and returns the array of their logits
-``(B, T, V)``, appending their keys and values to the caches."""
-
-def register_cached_step(model_class: type[Module],
-                         prepare: Callable[[Any, list[KVCache]], CachedStep | None]) -> None:
-    """Let a kernel stand in for the cached forwards of ``generate`` on models of exactly
-    ``model_class`` (not its subclasses; in the kernel table, :mod:`tensorlib.engine.kernel_table`,
-    which reference mode switches off): ``tensorlib.engine.kernels`` registers
-    ``tensorlib.models.decoder_step.prepare_decoder_step`` for :class:`Decoder`.
-
-    At the prefill of each ``generate`` call, ``prepare(model, caches)`` gets the model and
-    its fresh caches (one empty :class:`KVCache` per block). It returns None when the
-    forwards must run through the modules, or a :data:`CachedStep` that gives, bit for bit,
-    the logits ``model.forward(ids, caches)`` would give, and fills the caches as it would;
-    ``generate`` then calls that step for the prefill and each following cached step. When
-    it may stand in is the kernel's rule, not the model's. A second registration for the
-    same class replaces the first.
-    """
-    kernel_table.register(model_class, prepare, Module, "register_cached_step")
-
-
-def _cached_forward(model: Module, caches: list[KVCache]) -> CachedStep:
-    """How one ``generate`` call runs its cached forwards: the step of the kernel
-    registered for ``type(model)`` when it takes this model, else ``model.forward``."""
+def _cached_forward(model: Module, caches: list[KVCache]) -> Callable[[np.ndarray], Any]:
+    """How one ``generate`` call runs its cached forwards, ``step(ids) -> logits``: the step
+    the kernel table holds for ``type(model)`` when it takes this model, else
+    ``model.forward``."""
     prepare = kernel_table.kernel_for(type(model))
     step = None if prepare is None else prepare(model, caches)
     if step is not None:

@@ -3,9 +3,9 @@ the rule that says when it may stand in for the modules.
 
 ``decoder_step`` stands in for ``tensorlib.nn.Decoder.forward(token_ids, caches)`` under
 ``no_grad`` (inference with a key/value cache). The Decoder does not know of it: this module
-registers ``prepare_decoder_step`` for the Decoder class in the table of cached-step kernels
-(``tensorlib.models.decoder.register_cached_step``), and ``Decoder.generate`` asks it once
-per call, at the prefill. It takes the model (``decoder_arrays``) only when the kernels are
+registers ``prepare_decoder_step`` for the Decoder class in the kernel table
+(:func:`register_cached_step`), and ``Decoder.generate`` asks the table once per call, at the
+prefill. It takes the model (``decoder_arrays``) only when the kernels are
 enabled (not ``reference_mode()``), no gradient is wanted, nothing observes the model (no
 forward hook anywhere, so no ``capture_activations``), every part of the model is the plain
 module it expects with its class's own forward (no LoRA or NF4 layer in a Linear's place, no
@@ -21,13 +21,13 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from tensorlib.engine import autograd, ops
+from tensorlib.engine import autograd, kernel_table, ops
 from tensorlib.engine.kernel_table import enabled
 from tensorlib.engine.kernels.fast_ops import CausalAttentionKernel
 from tensorlib.engine.ops.attention import attend
 from tensorlib.engine.ops.function import Function, _implementation, _Unrecorded
 from tensorlib.engine.typing import Array
-from tensorlib.models.decoder import CachedStep, Decoder, DecoderBlock, register_cached_step
+from tensorlib.models.decoder import Decoder, DecoderBlock
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
@@ -40,8 +40,31 @@ from tensorlib.nn.layers import (
 )
 from tensorlib.nn.module import Module
 
-__all__ = ["BlockArrays", "DecoderArrays", "decoder_arrays", "decoder_step",
-           "prepare_decoder_step"]
+__all__ = ["BlockArrays", "CachedStep", "DecoderArrays", "decoder_arrays", "decoder_step",
+           "prepare_decoder_step", "register_cached_step"]
+
+CachedStep = Callable[[np.ndarray], Any]
+"""One cached forward of a model on arrays: ``step(ids)`` takes the next token ids
+``(B, T)`` of the sequences in its caches and returns the array of their logits
+``(B, T, V)``, appending their keys and values to the caches."""
+
+
+def register_cached_step(model_class: type[Module],
+                         prepare: Callable[[Any, list[KVCache]], CachedStep | None]) -> None:
+    """Let a step stand in for the cached forwards of ``generate`` on models of exactly
+    ``model_class`` (not its subclasses; in the kernel table,
+    :mod:`tensorlib.engine.kernel_table`, which reference mode switches off): :func:`register`
+    puts :func:`prepare_decoder_step` there for :class:`~tensorlib.models.Decoder`.
+
+    At the prefill of each ``generate`` call, ``prepare(model, caches)`` gets the model and
+    its fresh caches (one empty :class:`KVCache` per block). It returns None when the
+    forwards must run through the modules, or a :data:`CachedStep` that gives, bit for bit,
+    the logits ``model.forward(ids, caches)`` would give, and fills the caches as it would;
+    ``generate`` then calls that step for the prefill and each following cached step. When
+    it may stand in is the step's rule, not the model's. A second registration for the
+    same class replaces the first.
+    """
+    kernel_table.register(model_class, prepare, Module, "register_cached_step")
 
 
 class BlockArrays(NamedTuple):

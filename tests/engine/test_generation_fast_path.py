@@ -21,7 +21,6 @@ from tensorlib.nn import (
     attach_lora,
     capture_activations,
     quantize_model,
-    transformer,
 )
 
 from helpers import perturb_constants
@@ -212,16 +211,16 @@ def test_the_table_of_cached_step_kernels(steps, monkeypatch):
         asked.append((model, len(caches), [c.length for c in caches]))
         return None
 
-    transformer.register_cached_step(Quieter, prepare)
+    generation.register_cached_step(Quieter, prepare)
     np.testing.assert_array_equal(quieter.generate(prompt, 4, rng=Rng(2)), expected)
     assert asked == [(quieter, 2, [0, 0])] and steps.calls == 4  # asked once, the modules ran
-    transformer.register_cached_step(Quieter, generation.prepare_decoder_step)
+    generation.register_cached_step(Quieter, generation.prepare_decoder_step)
     np.testing.assert_array_equal(quieter.generate(prompt, 4, rng=Rng(2)), expected)
     assert steps.calls == 4  # the Decoder's kernel takes exactly a Decoder, no subclass
     with pytest.raises(TypeError, match="subclass of Module"):
-        transformer.register_cached_step(object, prepare)
+        generation.register_cached_step(object, prepare)
     with pytest.raises(TypeError, match="callable"):
-        transformer.register_cached_step(Decoder, None)
+        generation.register_cached_step(Decoder, None)
 
 
 # --------------------------------------------------------------------------------- when not

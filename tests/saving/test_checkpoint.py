@@ -680,8 +680,8 @@ GOLDEN_CONFIG = DecoderConfig(vocabulary_size=7, context_length=5, channels=8, h
 
 
 def test_golden_checkpoints_load_bit_identically_and_save_the_same_bytes(tmp_path):
-    """tests/checkpoint/data/ holds files written by the code before LoRA and NF4 became modules
-    of their own (tests/checkpoint/data/make_golden.py says how): a plain Decoder with AdamW and
+    """tests/saving/data/ holds files written by the code before LoRA and NF4 became modules
+    of their own (tests/saving/data/make_golden.py says how): a plain Decoder with AdamW and
     rng state, and the same Decoder with NF4 MLP layers. Today's code must read them into the
     same names and write them back byte for byte: the checkpoint schema did not change."""
     from tensorlib.adapters.nf4 import quantize_model

@@ -4,11 +4,11 @@ same Decoder with its MLP layers in NF4, parameters only) and ``golden_names.jso
 parameter names and state_dict keys of both).
 
 They were written once by the code *before* LoRA and NF4 became modules of their own
-(commit 3a46599's tree) and are committed; ``tests/checkpoint/test_checkpoint.py`` checks that
+(commit 3a46599's tree) and are committed; ``tests/saving/test_checkpoint.py`` checks that
 today's code reads them bit-identically and writes the same bytes and names. Do not regenerate them
 to make a test pass: a difference is a change of the checkpoint schema.
 
-    .venv/bin/python tests/checkpoint/data/make_golden.py
+    .venv/bin/python tests/saving/data/make_golden.py
 """
 
 import json

@@ -43,9 +43,8 @@ from tensorlib.adapters.layer_replacement import (
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import to_numpy
-from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.splitmix64 import Rng, resolve_rng
 from tensorlib.engine.tensor import Tensor
-from tensorlib.nn.functional.dropout import resolve_rng
 from tensorlib.nn.layers import Linear
 from tensorlib.nn.module import Module, check_module
 from tensorlib.nn.parameter import Parameter

@@ -46,7 +46,7 @@ from tensorlib.engine.typing import Array
 # A ``size`` argument: one length or a sequence of lengths
 Size = int | Sequence[int]
 
-__all__ = ["Generator", "Rng", "default_rng", "manual_seed"]
+__all__ = ["Generator", "Rng", "default_rng", "manual_seed", "resolve_rng"]
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN_GAMMA = 0x9E3779B97F4A7C15
@@ -455,3 +455,12 @@ def default_rng() -> Rng:
 def manual_seed(seed: int) -> Rng:
     """Reseed the process-wide default generator and return it."""
     return _default.manual_seed(seed)
+
+
+def resolve_rng(rng: Any) -> Rng:
+    """``rng`` itself, or the process-wide default generator when it is None."""
+    if rng is None:
+        return default_rng()
+    if not isinstance(rng, Rng):
+        raise TypeError(f"rng must be a tensorlib.Rng or None, got {type(rng).__name__}")
+    return rng

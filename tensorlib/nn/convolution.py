@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 
 from tensorlib.engine import validation
-from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.splitmix64 import Rng, resolve_rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import functional as F
 from tensorlib.nn.functional.convolution import per_axis, pool_sizes
-from tensorlib.nn.functional.dropout import resolve_rng
 from tensorlib.nn.init import fan_in_uniform
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter

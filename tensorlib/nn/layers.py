@@ -16,12 +16,11 @@ import numpy as np
 
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import no_grad
-from tensorlib.engine.splitmix64 import Rng
+from tensorlib.engine.splitmix64 import Rng, resolve_rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.container import ModuleList
-from tensorlib.nn.functional.dropout import resolve_rng
 from tensorlib.nn.init import POLICIES, initialize
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter

@@ -11,6 +11,7 @@ of primitive ops: the teaching version, which notebooks and tests hold in agreem
 fused op, in value and in gradient.
 """
 
+from tensorlib.engine.splitmix64 import resolve_rng
 from tensorlib.nn.functional.activations import (
     gelu,
     hardswish,
@@ -46,7 +47,7 @@ from tensorlib.nn.functional.convolution import (
     pad,
     unfold,
 )
-from tensorlib.nn.functional.dropout import dropout, dropout_reference, resolve_rng
+from tensorlib.nn.functional.dropout import dropout, dropout_reference
 from tensorlib.nn.functional.linear import embedding, embedding_reference, linear, linear_reference
 from tensorlib.nn.functional.loss import (
     cross_entropy,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tensorlib.engine import ops, validation
 from tensorlib.engine.backend import array_module
-from tensorlib.engine.splitmix64 import Rng, default_rng
+from tensorlib.engine.splitmix64 import Rng, resolve_rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.typing import Array
 from tensorlib.nn.functional.arguments import _check_floating
@@ -20,15 +18,6 @@ def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> Array:
     xp = array_module(x.numpy())
     keep_scale = x.dtype.type(1.0 / (1.0 - p))
     return xp.asarray(np.where(dropped, x.dtype.type(0), keep_scale))
-
-
-def resolve_rng(rng: Any) -> Rng:
-    """``rng`` itself, or the process-wide default generator when it is None."""
-    if rng is None:
-        return default_rng()
-    if not isinstance(rng, Rng):
-        raise TypeError(f"rng must be a tensorlib.Rng or None, got {type(rng).__name__}")
-    return rng
 
 
 def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) -> Tensor:

@@ -25,6 +25,22 @@ from tensorlib.engine.autograd import (
     no_grad,
     unbroadcast,
 )
+from tensorlib.engine.factories import (
+    allclose,
+    arange,
+    cat,
+    concat,
+    equal,
+    full,
+    isclose,
+    linspace,
+    ones,
+    ones_like,
+    stack,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from tensorlib.engine.function_forms import (
     abs,
     all,
@@ -81,29 +97,15 @@ from tensorlib.engine.random import (
 from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
 from tensorlib.engine.tensor import (
     Tensor,
-    allclose,
-    arange,
     bool_,
-    cat,
-    concat,
-    equal,
     float32,
     float64,
-    full,
     int32,
     int64,
-    isclose,
-    linspace,
     maximum,
     minimum,
-    ones,
-    ones_like,
     split,
-    stack,
-    tensor,
     where,
-    zeros,
-    zeros_like,
 )
 from tensorlib.models import decoder_step as _decoder_step
 from tensorlib.optim import adamw_flat as _adamw_flat

@@ -2,7 +2,8 @@
 
 Bottom to top: the array backend and argument checks (``backend``, ``typing``,
 ``validation``), the splitmix64 generator (``splitmix64``), reverse-mode autograd
-(``autograd``), the :class:`~tensorlib.engine.tensor.Tensor` (``tensor``), every
+(``autograd``), the :class:`~tensorlib.engine.tensor.Tensor` (``tensor``, which reads its
+arguments with ``tensor_arguments``) and PyTorch's factories (``factories``), every
 differentiable op as one ``Function`` with its forward and backward side by side (``ops``),
 PyTorch's function forms of the methods and its random factories (``function_forms``,
 ``random``), gradient checking (``gradcheck``), and apart from all of them the speed tricks

@@ -2,8 +2,9 @@
 
 Each function takes the tensor first and passes every other argument on, so it accepts
 exactly what the method accepts (``tensorlib.sum(x, dim=1, keepdim=True)``). The factories
-(``zeros``, ``randn``...) and the functions of several tensors (``cat``, ``stack``,
-``where``, ``maximum``, ``allclose``) are written out in :mod:`tensorlib.engine.tensor` and
+and the functions of several tensors are written out: ``zeros``, ``cat``, ``stack``,
+``allclose`` ... in :mod:`tensorlib.engine.factories`, ``where``, ``maximum``, ``split`` in
+:mod:`tensorlib.engine.tensor` (the methods call them), ``randn`` ... in
 :mod:`tensorlib.engine.random`.
 """
 

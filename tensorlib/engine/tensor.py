@@ -19,6 +19,18 @@ import numpy as np
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import Context, is_grad_enabled, no_grad, run_backward
 from tensorlib.engine.backend import device_of, is_backend_array, to_device
+from tensorlib.engine.tensor_arguments import (
+    _NOT_GIVEN,
+    _axes,
+    _axis,
+    _correction,
+    _dim_or_axis,
+    _keepdims,
+    _one_dim,
+    _reduction_args,
+    _resolve_shape,
+    _shape_arg,
+)
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 
@@ -33,8 +45,6 @@ bool_ = np.dtype(np.bool_)
 
 DEFAULT_FLOAT = float32
 
-# numpy's keepdims= when not given (None is a value a caller can wrongly pass)
-_NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "<not given>"})()
 
 
 def _to_array(data: Any, dtype: DTypeLike | None) -> Array:
@@ -1013,61 +1023,6 @@ def _arrays_in(value: Any) -> Any:
     return value
 
 
-def _one_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Accept ``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-        else shape
-
-
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
-    """The integers of a shape given as ``reshape(2, 3)`` or ``reshape((2, 3))``."""
-    shape = _one_shape(shape)
-    if all(type(dim) is int for dim in shape):
-        return shape  # the common case, checked cheaply
-    for dim in shape:
-        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-            raise TypeError(f"shape entries must be integers, got {shape!r}")
-    return tuple(int(d) for d in shape)
-
-
-def _resolve_shape(new_shape: tuple[int, ...], old_shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Fill in a single ``-1`` and check that the element count is unchanged."""
-    size = math.prod(old_shape)
-    unknown = [i for i, d in enumerate(new_shape) if d == -1]
-    known = math.prod([d for d in new_shape if d != -1])
-    bad = len(unknown) > 1 or any(d < -1 for d in new_shape)
-    if not bad and unknown:
-        bad = known == 0 or size % known != 0
-        if not bad:
-            new_shape = tuple(size // known if d == -1 else d for d in new_shape)
-    if bad or math.prod(new_shape) != size:
-        raise ValueError(f"cannot reshape a tensor of shape {old_shape} ({size} elements) "
-                         f"into shape {new_shape}")
-    return new_shape
-
-
-def _axis(axis: int, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"axis must be an integer, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise IndexError(f"axis {axis} is out of range for a tensor with {ndim} axes")
-    return int(axis) % ndim
-
-
-def _axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[int, ...] | None:
-    """Normalize an ``axis`` argument to a sorted tuple of non-negative axes (or None)."""
-    if axis is None:
-        return None
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    if not items:
-        raise ValueError("dim=() is refused: numpy reduces over no axis, PyTorch over every "
-                         "dim; pass dim=None to reduce over every dim")
-    normalized = tuple(sorted(_axis(a, ndim) for a in items))
-    if len(set(normalized)) != len(normalized):
-        raise ValueError(f"repeated axis in {axis!r}")
-    return normalized
-
-
 def _number(value: Any, what: str) -> Any:
     """One number to write into a tensor: a Python or numpy number, or a one-element
     tensor or array (``validation.fill_value``)."""
@@ -1079,44 +1034,6 @@ def _in_place_operand(value: Any, what: str) -> Any:
     if isinstance(value, Tensor) or is_backend_array(value) or isinstance(value, numbers.Number):
         return value
     return validation.numeric_array(value, what)
-
-
-def _keepdims(keepdims: Any) -> bool:
-    return validation.boolean(keepdims, "keepdim")
-
-
-def _dim_or_axis(dim: Any, axis: Any, what: str) -> Any:
-    """PyTorch's ``dim``, or numpy's ``axis`` in its place (PyTorch accepts both)."""
-    if axis is None:
-        return dim
-    if dim is not None:
-        raise TypeError(f"{what}: pass dim or axis, not both")
-    return axis
-
-
-def _reduction_args(t: Tensor, dim: Any, axis: Any, keepdim: Any,
-                    keepdims: Any) -> tuple[tuple[int, ...] | None, bool]:
-    """A reduction's dims, normalized (None: every dim), and whether to keep them."""
-    dims = _axes(_dim_or_axis(dim, axis, "reduction"), t.ndim)
-    return dims, _keepdims(keepdim if keepdims is _NOT_GIVEN else keepdims)
-
-
-def _one_dim(t: Tensor, dim: int, axis: int | None, what: str) -> int:
-    """The one dim an op works along, from ``dim`` or ``axis`` (numpy's name, which replaces
-    ``dim`` and its default when given)."""
-    return _axis(dim if axis is None else axis, t.ndim)
-
-
-def _correction(unbiased: Any, correction: Any, what: str) -> float:
-    """The divisor's correction n - c for var and std: PyTorch's ``correction`` (default 1)
-    or its older ``unbiased`` flag (True: 1, False: 0)."""
-    if unbiased is not None and correction is not None:
-        raise TypeError(f"{what}: pass unbiased or correction, not both")
-    if unbiased is not None:
-        return 1.0 if validation.boolean(unbiased, f"{what} unbiased") else 0.0
-    if correction is None:
-        return 1.0
-    return validation.real(correction, f"{what} correction")
 
 
 class MaxMin(NamedTuple):
@@ -1200,101 +1117,7 @@ def _bool_mask(mask: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     return array
 
 
-# --------------------------------------------------------------------------------- factories
-def tensor(data: Any, dtype: DTypeLike | None = None, requires_grad: bool = False) -> Tensor:
-    """Make a tensor from a number, nested list or array (Python floats become float32).
-
-    The data is copied, as ``torch.tensor`` does.
-    """
-    array = _to_array(data, dtype)
-    return Tensor(np.array(array, copy=True), requires_grad=requires_grad)
-
-
-def _new_shape(shape: tuple[Any, ...], what: str) -> tuple[int, ...]:
-    """A factory's shape, given as ``zeros(2, 3)`` or ``zeros((2, 3))``, checked."""
-    return validation.shape(_one_shape(shape), f"{what} shape")
-
-
-def zeros(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(_new_shape(shape, "zeros"), dtype=validation.tensor_dtype(dtype)),
-                  requires_grad=requires_grad)
-
-
-def ones(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(_new_shape(shape, "ones"), dtype=validation.tensor_dtype(dtype)),
-                  requires_grad=requires_grad)
-
-
-def full(shape: ShapeLike, value: float, dtype: DTypeLike = float32,
-         requires_grad: bool = False) -> Tensor:
-    """A tensor of ``shape`` with every entry ``value`` (a number)."""
-    value = _number(value, "full value")
-    return Tensor(np.full(validation.shape(shape, "full shape"), value,
-                          dtype=validation.tensor_dtype(dtype)), requires_grad=requires_grad)
-
-
-def arange(start: float, stop: float | None = None, step: float = 1,
-           dtype: DTypeLike | None = None, requires_grad: bool = False) -> Tensor:
-    """Evenly spaced values; int64 for integer arguments, float32 otherwise."""
-    if stop is None:
-        start, stop = 0, start
-    if step == 0:
-        raise ValueError("arange step must not be zero")
-    if dtype is None:
-        integral = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
-        dtype = int64 if integral else float32
-    return Tensor(np.arange(start, stop, step, dtype=dtype), requires_grad=requires_grad)
-
-
-def linspace(start: float, end: float, steps: int, *, dtype: DTypeLike | None = None,
-             requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end``, both included (float32 by
-    default; computed in float64 and rounded once)."""
-    start = validation.real(start, "linspace start")
-    end = validation.real(end, "linspace end")
-    steps = validation.integer(steps, "linspace steps", minimum=0)
-    dtype = float32 if dtype is None else validation.tensor_dtype(dtype)
-    return Tensor(np.linspace(start, end, steps).astype(dtype), requires_grad=requires_grad)
-
-
-def zeros_like(other: Tensor, *, dtype: DTypeLike | None = None,
-               requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(other.shape, dtype=other.dtype if dtype is None
-                           else validation.tensor_dtype(dtype)), requires_grad=requires_grad)
-
-
-def ones_like(other: Tensor, *, dtype: DTypeLike | None = None,
-              requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(other.shape, dtype=other.dtype if dtype is None
-                          else validation.tensor_dtype(dtype)), requires_grad=requires_grad)
-
-
 # --------------------------------------------------------------------------------- n-ary ops
-def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
-    """Join tensors along an existing dim (``concat`` is the same function)."""
-    tensors = _same_dtype(tensors, "cat")
-    first = tensors[0]
-    dim = _axis(dim if axis is None else axis, first.ndim)
-    for t in tensors[1:]:
-        if t.ndim != first.ndim or any(
-            t.shape[i] != first.shape[i] for i in range(first.ndim) if i != dim
-        ):
-            raise ValueError(f"cat along dim {dim}: shapes "
-                             f"{[tuple(x.shape) for x in tensors]} differ off that dim")
-    return ops.Concat.apply(*tensors, axis=dim)
-
-
-concat = cat
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
-    """Join same-shaped tensors along a new dim."""
-    tensors = _same_dtype(tensors, "stack")
-    shapes = {t.shape for t in tensors}
-    if len(shapes) != 1:
-        raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
-    dim = _axis(dim if axis is None else axis, tensors[0].ndim + 1)
-    return cat([t.unsqueeze(dim) for t in tensors], dim=dim)
 
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0, *,
@@ -1344,24 +1167,6 @@ def maximum(a: Any, b: Any) -> Tensor:
 def minimum(a: Any, b: Any) -> Tensor:
     a, b = _pair(a, b)
     return -ops.Maximum.apply(-a, -b)
-
-
-def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
-            equal_nan: bool = False) -> Tensor:
-    """Where ``|input - other| <= atol + rtol * |other|`` (a bool tensor), as PyTorch."""
-    a, b = (np.asarray(x._data if isinstance(x, Tensor) else x) for x in (input, other))
-    return Tensor._from_array(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> bool:
-    """True when every entry is :func:`isclose` (a Python bool)."""
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
-
-
-def equal(input: Tensor, other: Tensor) -> bool:
-    """True when both have one shape and equal values (a Python bool)."""
-    return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
 
 
 def _same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import tensorlib.engine.random as factories
+from tensorlib.engine.factories import tensor
 from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
-from tensorlib.engine.tensor import Tensor, tensor
+from tensorlib.engine.tensor import Tensor
 
 MASK = 2**64 - 1
 GAMMA = 0x9E3779B97F4A7C15

@@ -89,7 +89,8 @@ Piece = TypeVar("Piece")
 
 
 REPORT_LINES = 25  # the most lines a report of one wrong answer prints
-_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))
+# tensorlib/ itself (this file is in tensorlib/course/): every frame in it is the package's
+_PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What Checker.use handed out in place of a learner's piece: (object, the learner's name for
 # it, whose it is). A check whose ``yours`` is one of them checks nothing of the learner's.
 _HANDED_OUT: list[tuple[Any, str, str]] = []

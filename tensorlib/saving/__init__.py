@@ -1,5 +1,6 @@
 """Saving and loading: the one writer of files (``files``), TLCKPT checkpoints of a model,
-its AdamW and its generator (``checkpoint``, notebook 16; the format is
+its AdamW and its generator (``checkpoint``, notebook 16, which reads files with
+``checkpoint_reader``; the format is
 docs/checkpoint_format.md), and safetensors files (``safetensors``), the format PyTorch,
 Hugging Face and JAX read.
 """

@@ -10,7 +10,7 @@ import tensorlib as tl
 
 @pytest.mark.parametrize("name, attribute", [
     ("viz", "draw_graph"), ("data", "names"), ("saving", "checkpoint"), ("scalar", "Value"),
-    ("training", "train"), ("models", "BigramModel"), ("engine", "memory"),
+    ("training", "train"), ("models", "BigramModel"), ("engine", "kernels"),
     ("nn", "Linear"), ("optim", "AdamW"), ("adapters", "LoRALinear"), ("course", "Checker"),
 ])
 def test_submodules_are_attributes_of_the_package(name, attribute):

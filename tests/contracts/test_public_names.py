@@ -128,7 +128,8 @@ def test_the_former_paths_in_a_fresh_process():
                "print(Decoder.__module__, CheckpointError.__module__)\n")
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             check=True)
-    assert result.stdout.split() == ["tensorlib.models.decoder", "tensorlib.saving.checkpoint"]
+    assert result.stdout.split() == ["tensorlib.models.decoder",
+                                    "tensorlib.saving.checkpoint_reader"]
 
 
 def test_the_folders_import_only_from_below():

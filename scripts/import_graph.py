@@ -32,9 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent / "tensorlib"
 BANDS = ("engine", "scalar", "data", "nn", "optim", "models", "saving", "adapters",
          "training", "viz", "course", "command_line", "__main__")
 
-# The package's one seam (tensorlib/engine/ops/function.py says why): ops return Tensors,
-# and Tensor's methods call the ops, so tensor.py imports the ops at its end.
-SEAM = ("tensorlib.engine.tensor", "tensorlib.engine.ops")
+# The package's one seam (tensorlib/engine/ops/function.py says why): ops return Tensors, and
+# Tensor's methods (tensorlib/engine/methods/, bound in the class body) call the ops, so both
+# reach the Tensor class through its module, at call time. Their arrows to it are the seam;
+# every other arrow of the engine points down: ops, then the methods, then the Tensor.
+SEAM = ("tensorlib.engine.tensor", ("tensorlib.engine.ops", "tensorlib.engine.methods"))
 
 
 def module_name(path: Path) -> str:
@@ -102,8 +104,9 @@ def graph() -> tuple[dict[str, set[str]], set[str]]:
         if name in namespaces:
             continue
         edges[name] = set().union(*(resolved(t) for t in targets)) - {name} if targets else set()
-    edges[SEAM[0]].discard(SEAM[1])
-    edges[SEAM[0]] -= {t for t in edges[SEAM[0]] if t.startswith(SEAM[1] + ".")}
+    for name in edges:
+        if name.startswith(SEAM[1]):
+            edges[name].discard(SEAM[0])
     return edges, namespaces
 
 
@@ -162,7 +165,8 @@ def main() -> int:
     if problems:
         return 1
     print(f"{len(edges)} modules in {len(BANDS)} bands, every import pointing to the module's "
-          f"own band or one below, none in a cycle; the one seam: {SEAM[0]} -> {SEAM[1]}")
+          f"own band or one below, none in a cycle; the one seam: {' and '.join(SEAM[1])} -> "
+          f"{SEAM[0]}")
     return 0
 
 

@@ -60,8 +60,10 @@ from tensorlib.engine.function_forms import (
     logsumexp,
     matmul,
     max,
+    maximum,
     mean,
     min,
+    minimum,
     numel,
     permute,
     pow,
@@ -70,6 +72,7 @@ from tensorlib.engine.function_forms import (
     sigmoid,
     sign,
     softmax,
+    split,
     sqrt,
     squeeze,
     std,
@@ -79,6 +82,7 @@ from tensorlib.engine.function_forms import (
     unbind,
     unsqueeze,
     var,
+    where,
 )
 from tensorlib.engine.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.engine.kernels import is_reference_mode, reference_mode, set_reference_mode
@@ -95,18 +99,7 @@ from tensorlib.engine.random import (
     randperm,
 )
 from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
-from tensorlib.engine.tensor import (
-    Tensor,
-    bool_,
-    float32,
-    float64,
-    int32,
-    int64,
-    maximum,
-    minimum,
-    split,
-    where,
-)
+from tensorlib.engine.tensor import Tensor, bool_, float32, float64, int32, int64
 from tensorlib.models import decoder_step as _decoder_step
 from tensorlib.optim import adamw_flat as _adamw_flat
 

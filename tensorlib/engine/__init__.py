@@ -2,11 +2,11 @@
 
 Bottom to top: the array backend and argument checks (``backend``, ``typing``,
 ``validation``), the splitmix64 generator (``splitmix64``), reverse-mode autograd
-(``autograd``), the :class:`~tensorlib.engine.tensor.Tensor` (``tensor``, which reads its
-arguments with ``tensor_arguments``) and PyTorch's factories (``factories``), every
-differentiable op as one ``Function`` with its forward and backward side by side (``ops``),
-PyTorch's function forms of the methods and its random factories (``function_forms``,
-``random``), gradient checking (``gradcheck``), and apart from all of them the speed tricks
+(``autograd``), every differentiable op as one ``Function`` with its forward and backward
+side by side (``ops``), each op's public function written once (``methods``), the
+:class:`~tensorlib.engine.tensor.Tensor` whose methods they are (``tensor``, which reads its
+arguments with ``tensor_arguments``), PyTorch's factories (``factories``), the same functions
+as ``tensorlib.exp`` ... (``function_forms``), the random factories (``random``), gradient checking (``gradcheck``), and apart from all of them the speed tricks
 (``kernels``), which stand in for ops through one table (``kernel_table``) that
 ``reference_mode()`` switches off.
 

@@ -11,16 +11,8 @@ from typing import Any
 import numpy as np
 
 from tensorlib.engine import ops, validation
-from tensorlib.engine.tensor import (
-    DTypeLike,
-    ShapeLike,
-    Tensor,
-    _number,
-    _same_dtype,
-    _to_array,
-    float32,
-    int64,
-)
+from tensorlib.engine.methods.operands import number, same_dtype
+from tensorlib.engine.tensor import DTypeLike, ShapeLike, Tensor, _to_array, float32, int64
 from tensorlib.engine.tensor_arguments import _axis, _one_shape
 
 
@@ -51,7 +43,7 @@ def ones(*shape: Any, dtype: DTypeLike = float32, requires_grad: bool = False) -
 def full(shape: ShapeLike, value: float, dtype: DTypeLike = float32,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ``shape`` with every entry ``value`` (a number)."""
-    value = _number(value, "full value")
+    value = number(value, "full value")
     return Tensor(np.full(validation.shape(shape, "full shape"), value,
                           dtype=validation.tensor_dtype(dtype)), requires_grad=requires_grad)
 
@@ -94,7 +86,7 @@ def ones_like(other: Tensor, *, dtype: DTypeLike | None = None,
 
 def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
     """Join tensors along an existing dim (``concat`` is the same function)."""
-    tensors = _same_dtype(tensors, "cat")
+    tensors = same_dtype(tensors, "cat")
     first = tensors[0]
     dim = _axis(dim if axis is None else axis, first.ndim)
     for t in tensors[1:]:
@@ -111,7 +103,7 @@ concat = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
     """Join same-shaped tensors along a new dim."""
-    tensors = _same_dtype(tensors, "stack")
+    tensors = same_dtype(tensors, "stack")
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")

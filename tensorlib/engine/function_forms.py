@@ -1,81 +1,107 @@
-"""PyTorch's function spellings of the Tensor methods: ``tensorlib.exp(x)`` is ``x.exp()``.
+"""PyTorch's function spellings of the ops: ``tensorlib.exp(x)`` runs the very function that
+``x.exp()`` runs, written once in :mod:`tensorlib.engine.methods` with the spellings it has.
 
-Each function takes the tensor first and passes every other argument on, so it accepts
-exactly what the method accepts (``tensorlib.sum(x, dim=1, keepdim=True)``). The factories
-and the functions of several tensors are written out: ``zeros``, ``cat``, ``stack``,
-``allclose`` ... in :mod:`tensorlib.engine.factories`, ``where``, ``maximum``, ``split`` in
-:mod:`tensorlib.engine.tensor` (the methods call them), ``randn`` ... in
-:mod:`tensorlib.engine.random`.
+A function whose first parameter is the tensor (``self``) is given here with one more check,
+that it receives a Tensor first, so ``tensorlib.exp([1.0])`` says so where it was called;
+``where``, ``maximum`` and ``minimum`` take numbers too and are the functions themselves. The
+factories and the functions of several tensors (``zeros``, ``cat``, ``stack``, ``allclose``...)
+are in :mod:`tensorlib.engine.factories`, the random ones in :mod:`tensorlib.engine.random`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Concatenate, ParamSpec, TypeVar
 
+from tensorlib.engine.methods import arithmetic, elementwise, reductions, shape
 from tensorlib.engine.tensor import Tensor
 
+Arguments = ParamSpec("Arguments")
+Result = TypeVar("Result")
 
-def _method_as_function(name: str) -> Callable[..., Any]:
-    def function(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+
+def function_form(method: Callable[Concatenate[Tensor, Arguments], Result]
+                  ) -> Callable[Concatenate[Tensor, Arguments], Result]:
+    """``method`` as a function that checks it gets a Tensor first."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def function(input: Tensor, /, *args: Arguments.args,
+                 **kwargs: Arguments.kwargs) -> Result:
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}() takes a Tensor first, got {type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
+            raise TypeError(f"{name} input must be a Tensor, got {type(input).__name__}")
+        return method(input, *args, **kwargs)
 
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"``{name}(x, ...)`` is ``x.{name}(...)``: see :meth:`Tensor.{name}`."
     return function
 
 
+def numel(input: Tensor) -> int:
+    """The number of entries: ``x.numel()``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel input must be a Tensor, got {type(input).__name__}")
+    return input.numel()
+
+
+# operators and the functions of two tensors
+pow = function_form(arithmetic.pow)
+matmul = function_form(arithmetic.matmul)
+maximum = arithmetic.maximum
+minimum = arithmetic.minimum
+where = arithmetic.where
 # elementwise
-abs = _method_as_function("abs")
-exp = _method_as_function("exp")
-log = _method_as_function("log")
-log10 = _method_as_function("log10")
-sqrt = _method_as_function("sqrt")
-tanh = _method_as_function("tanh")
-sigmoid = _method_as_function("sigmoid")
-relu = _method_as_function("relu")
-sign = _method_as_function("sign")
+abs = function_form(elementwise.abs)
+exp = function_form(elementwise.exp)
+log = function_form(elementwise.log)
+log10 = function_form(elementwise.log10)
+sqrt = function_form(elementwise.sqrt)
+tanh = function_form(elementwise.tanh)
+sigmoid = function_form(elementwise.sigmoid)
+relu = function_form(elementwise.relu)
+sign = function_form(elementwise.sign)
 # reductions
-sum = _method_as_function("sum")
-mean = _method_as_function("mean")
-var = _method_as_function("var")
-std = _method_as_function("std")
-max = _method_as_function("max")
-min = _method_as_function("min")
-amax = _method_as_function("amax")
-amin = _method_as_function("amin")
-argmax = _method_as_function("argmax")
-argmin = _method_as_function("argmin")
-logsumexp = _method_as_function("logsumexp")
-all = _method_as_function("all")
-any = _method_as_function("any")
-softmax = _method_as_function("softmax")
-log_softmax = _method_as_function("log_softmax")
+sum = function_form(reductions.sum)
+mean = function_form(reductions.mean)
+var = function_form(reductions.var)
+std = function_form(reductions.std)
+max = function_form(reductions.max)
+min = function_form(reductions.min)
+amax = function_form(reductions.amax)
+amin = function_form(reductions.amin)
+argmax = function_form(reductions.argmax)
+argmin = function_form(reductions.argmin)
+logsumexp = function_form(reductions.logsumexp)
+all = function_form(reductions.all)
+any = function_form(reductions.any)
+histogram = function_form(reductions.histogram)
+softmax = function_form(reductions.softmax)
+log_softmax = function_form(reductions.log_softmax)
 # shape
-reshape = _method_as_function("reshape")
-flatten = _method_as_function("flatten")
-squeeze = _method_as_function("squeeze")
-unsqueeze = _method_as_function("unsqueeze")
-transpose = _method_as_function("transpose")
-permute = _method_as_function("permute")
-unbind = _method_as_function("unbind")
-gather = _method_as_function("gather")
-clone = _method_as_function("clone")
-numel = _method_as_function("numel")
-pow = _method_as_function("pow")
-histogram = _method_as_function("histogram")
+reshape = function_form(shape.reshape)
+flatten = function_form(shape.flatten)
+squeeze = function_form(shape.squeeze)
+unsqueeze = function_form(shape.unsqueeze)
+transpose = function_form(shape.transpose)
+permute = function_form(shape.permute)
+unbind = function_form(shape.unbind)
+gather = function_form(shape.gather)
+clone = function_form(shape.clone)
+split = function_form(shape.split)
+# the spellings tensorlib.nn.functional has and tensorlib does not
+leaky_relu = function_form(elementwise.leaky_relu)
+softplus = function_form(elementwise.softplus)
+silu = function_form(elementwise.silu)
+gelu = function_form(elementwise.gelu)
+relu6 = function_form(elementwise.relu6)
+hardswish = function_form(elementwise.hardswish)
+mish = function_form(elementwise.mish)
 
-
-def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """``input @ other``."""
-    return input @ other
 
 __all__ = [
     "abs", "all", "amax", "amin", "any", "argmax", "argmin", "clone", "exp", "flatten",
-    "gather", "histogram", "log", "log10", "log_softmax", "logsumexp", "matmul", "max", "mean",
-    "min",
-    "numel", "permute", "pow", "relu", "reshape", "sigmoid", "sign", "softmax", "sqrt", "squeeze",
-    "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var",
+    "function_form", "gather", "gelu", "hardswish", "histogram", "leaky_relu", "log", "log10",
+    "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mish",
+    "numel", "permute", "pow", "relu", "relu6", "reshape", "sigmoid", "sign", "silu",
+    "softmax", "softplus", "split", "sqrt", "squeeze", "std", "sum", "tanh", "transpose",
+    "unbind", "unsqueeze", "var", "where",
 ]

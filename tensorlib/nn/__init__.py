@@ -38,12 +38,14 @@ from tensorlib.nn.layers import (
     LayerNorm,
     LeakyReLU,
     Linear,
+    LogSoftmax,
     Mish,
     PositionalEmbedding,
     ReLU,
     ReLU6,
     Sigmoid,
     SiLU,
+    Softmax,
     Softplus,
     Tanh,
 )
@@ -80,6 +82,7 @@ __all__ = [
     "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "Hardswish", "HookPoint",
     "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
     "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding", "ReLU", "ReLU6",
-    "Sequential", "SiLU", "Sigmoid", "Softplus", "StateDictError", "Tanh", "evaluation_mode",
+    "Sequential", "SiLU", "Sigmoid", "Softmax", "LogSoftmax", "Softplus", "StateDictError",
+    "Tanh", "evaluation_mode",
     "functional", "init", "ActivationCapture", "KVCache", "capture_activations",
 ]

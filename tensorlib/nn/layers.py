@@ -45,6 +45,8 @@ __all__ = [
     "ReLU",
     "ReLU6",
     "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
     "Tanh",
     "get_activation",
 ]
@@ -461,6 +463,28 @@ class Sigmoid(Module):
 class Tanh(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.tanh(x)
+
+
+class Softmax(Module):
+    """softmax along ``dim``. ``dim`` must be given: PyTorch's ``dim=None`` picks one from the
+    input's number of dims, with a warning, and tensorlib does not guess."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = validation.integer(dim, "Softmax dim")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log_softmax along ``dim`` (which must be given, as for :class:`Softmax`)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
 
 
 class Identity(Module):

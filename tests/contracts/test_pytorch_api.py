@@ -12,7 +12,7 @@ import pytest
 
 import tensorlib as tl
 import tensorlib.nn.functional as F
-from tensorlib.engine.tensor import MaxMin
+from tensorlib.engine.methods.operands import MaxMin
 
 try:
     import torch

@@ -746,7 +746,7 @@ def defines_a_checked_piece(run, source):
     return bool(history.defined_names(source) & set(_yours_names(run.check_source)))
 
 
-SLIP_SECONDS = 60  # a wrong answer's cell and check; the slowest right one takes ~10 s here
+SLIP_SECONDS = 25  # a wrong answer's cell and check; the slowest right one takes under 10 s here
 
 
 # One-line changes to an answer, as a learner's slips are: an operator, a comparison, a

@@ -17,8 +17,9 @@ An op is a ``Function`` subclass with two static methods on raw arrays::
 wanted, makes the ``ctx`` the graph node of the result (see :mod:`tensorlib.engine.autograd` for the
 engine that walks the nodes). ``custom_gradient`` joins an array computed anywhere else.
 
-This module and ``tensorlib.engine.tensor`` import each other, the one seam of the package: ops
-return Tensors, and Tensor's methods (``x + y``, ``x.sum()``) call the ops.
+The one seam of the package: ops return Tensors, and Tensor's methods (``x + y``, ``x.sum()``,
+written in :mod:`tensorlib.engine.methods`) call the ops. So this module (and ``ops.shape``,
+which reads tensors in an index) reach the class through its module, at call time.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorlib.engine import autograd, kernel_table
+from tensorlib.engine import tensor as tensor_module  # ops make Tensors: the one seam
 from tensorlib.engine.autograd import Context
 from tensorlib.engine.backend import device_of
-from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
+
+if TYPE_CHECKING:
+    from tensorlib.engine.tensor import Tensor
 
 __all__ = ["Function", "custom_gradient", "register_kernel"]
 
@@ -79,7 +83,7 @@ class Function:
             else _timed_forward(ctx, arrays, params)
         if isinstance(output, np.generic):  # numpy's answer for a 0-d result: make it an array
             output = _zero_dimensional(ctx, output)
-        result = Tensor._from_array(output)
+        result = tensor_module.Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
         if ctx.__class__ is Context and is_floating(output.dtype):  # integer results: none
             _record_node(ctx, inputs, output, result)
@@ -134,7 +138,7 @@ class _Unrecorded(_UnrecordedBase):
 def _arrays_of(function: type[Function], inputs: tuple[Any, ...]) -> list[Array | None]:
     arrays: list[Array | None] = []
     for position, value in enumerate(inputs):
-        if value is not None and not isinstance(value, Tensor):
+        if value is not None and not isinstance(value, tensor_module.Tensor):
             raise TypeError(f"{function.__name__}.apply: input {position} is a "
                             f"{type(value).__name__}, expected a Tensor or None")
         arrays.append(None if value is None else value._data)
@@ -235,7 +239,7 @@ class _CustomGradient(Function):
             grads = tuple(grads)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        grads = tuple(g._data if isinstance(g, Tensor) else g for g in grads)
+        grads = tuple(g._data if isinstance(g, tensor_module.Tensor) else g for g in grads)
         # User code made these: a gradient on another device than its input is refused here,
         # before the engine accumulates anything (the count, shapes and dtypes it checks).
         for position, (g, device) in enumerate(zip(grads, ctx.input_devices, strict=False)):
@@ -257,10 +261,10 @@ def custom_gradient(output: Array | Tensor, inputs: Sequence[Tensor],
     """
     inputs = tuple(inputs)
     for position, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, tensor_module.Tensor):
             raise TypeError(f"custom_gradient: input {position} is a {type(t).__name__}, "
                             "expected a Tensor")
-    array = output._data if isinstance(output, Tensor) else np.asarray(output)
+    array = output._data if isinstance(output, tensor_module.Tensor) else np.asarray(output)
     if not callable(vjp):
         raise TypeError("custom_gradient: vjp must be callable")
     return _CustomGradient.apply(*inputs, output=array, vjp=vjp)

@@ -1,20 +1,14 @@
-"""Softmax and log-softmax over an axis, fused, with their reference twins built from
-primitive ops."""
+"""Softmax and log-softmax over an axis, fused (the function forms of ``x.softmax(dim)``),
+with their reference twins built from primitive ops."""
 
 from __future__ import annotations
 
+from tensorlib.engine.function_forms import log_softmax, softmax
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.functional.arguments import _check_floating
 
-
-def softmax(x: Tensor, dim: int = -1, *, axis: int | None = None) -> Tensor:
-    """Numerically stable softmax along ``dim`` (one fused node)."""
-    return _check_floating(x, "softmax input").softmax(dim, axis=axis)
-
-
-def log_softmax(x: Tensor, dim: int = -1, *, axis: int | None = None) -> Tensor:
-    """Numerically stable log-softmax along ``dim`` (one fused node)."""
-    return _check_floating(x, "log_softmax input").log_softmax(dim, axis=axis)
+# softmax and log_softmax are written once, in tensorlib.engine.methods.reductions
+__all__ = ["log_softmax", "log_softmax_reference", "softmax", "softmax_reference"]
 
 
 def log_softmax_reference(x: Tensor, dim: int = -1) -> Tensor:

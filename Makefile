@@ -71,9 +71,11 @@ test: setup
 # The workbook on the BLAS kernels of other machines: nbval once per OpenBLAS kernel this CPU can
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
 # and 2 BLAS threads, each run saying which kernel it used (scripts/test_portable.py). It sets
-# OPENBLAS_CORETYPE per run on purpose; `make test` leaves the machine's setting alone.
+# OPENBLAS_CORETYPE per run on purpose; `make test` leaves the machine's setting alone. CI runs
+# it right after make test, with PORTABLE=--after-make-test: the learner's copies on this
+# environment's own kernel at one thread, which make test has just run, are not run again.
 test-portable: setup
-	$(BIN)/python scripts/test_portable.py
+	$(BIN)/python scripts/test_portable.py $(PORTABLE)
 
 # Every check of the workbook, core pieces and exercises, run as a learner runs it, in IPython's
 # shell (tests/check_runs.py): before its stub's cell ran (one line naming the cell), on the

@@ -19,6 +19,9 @@ sets the kernel: it tests the machine's own setting.
 
     python scripts/test_portable.py                               # every kernel, 1 and 2 threads
     python scripts/test_portable.py --kernels Prescott --threads 2 notebooks/07_*.ipynb
+
+``--after-make-test`` (CI, whose first stage is ``make test``) leaves out the one run that
+stage made already: the learner's copies on the kernel this environment picks, at one thread.
 """
 
 from __future__ import annotations
@@ -85,12 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", help="comma-separated OPENBLAS_CORETYPE names, or "
                         f"'{DETECTED}' (default: every kernel this CPU can run)")
     parser.add_argument("--threads", default="1,2", help="BLAS thread counts (default 1,2)")
+    parser.add_argument("--after-make-test", action="store_true",
+                        help="make test has just run the learner's copies in this environment "
+                        "at 1 thread: on that kernel at 1 thread, run the teacher's copies only")
     parser.add_argument("paths", nargs="*", default=["notebooks"],
                         help="notebooks or folders (default: the whole workbook, both copies)")
     arguments = parser.parse_args(argv)
     kernels = arguments.kernels.split(",") if arguments.kernels else candidate_kernels()
     thread_counts = [int(count) for count in arguments.threads.split(",")]
     cores = os.cpu_count() or 1
+
+    # make test's run: this environment as it is, at one thread (the Makefile's TEST_THREADS)
+    already_run = blas_in_use({**os.environ, **{name: "1" for name in THREAD_VARIABLES}}) \
+        if arguments.after_make_test and arguments.paths == ["notebooks"] else None
 
     results, seen = [], set()
     for kernel in kernels:
@@ -106,9 +116,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== kernel {architecture} (OPENBLAS_CORETYPE="
                   f"{environment.get('OPENBLAS_CORETYPE', 'unset')}), {blas_threads} BLAS "
                   f"thread(s), {workers} pytest worker(s)", flush=True)
+            paths = arguments.paths
+            if already_run == (architecture, blas_threads):
+                print(f"== the learner's copies on {architecture} at 1 thread: run by make test; "
+                      "the teacher's copies now", flush=True)
+                paths = ["notebooks/solutions"]
             command = [sys.executable, "-m", "pytest", "-n", str(workers), "--dist", "loadfile",
-                       "--no-loadscope-reorder", "--nbval", "--nbval-current-env", "-q",
-                       *arguments.paths]
+                       "--no-loadscope-reorder", "--nbval", "--nbval-current-env", "-q", *paths]
             start = time.perf_counter()
             code = subprocess.run(command, cwd=ROOT, env=environment).returncode
             results.append((architecture, blas_threads, code, time.perf_counter() - start))

@@ -123,6 +123,26 @@ expected => {
 }
 """
 
+# Run in the page: JupyterLab started and its (reset, empty) workspace restored; a notebook
+# opened in it as the double-click in the file browser opens it; every tab closed again.
+APP_RESTORED_JS = """
+async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }
+"""
+OPEN_NOTEBOOK_JS = """
+async name => {
+  await window.jupyterapp.commands.execute('docmanager:open', {path: name, factory: 'Notebook'});
+  return true;
+}
+"""
+CLOSE_ALL_JS = """
+async () => {
+  await window.jupyterapp.commands.execute('application:close-all');
+  while (document.querySelector('.jp-NotebookPanel')) {
+    await new Promise(done => setTimeout(done, 20));
+  }
+}
+"""
+
 # Runs in the page: what it shows when the notebook did not render (dialogs, panel, cells).
 SHOWN_INSTEAD_JS = """
 () => {
@@ -253,8 +273,11 @@ def jupyterlab(tmp_path_factory, chromium_browser):
         (base / folder).mkdir()
         env[variable] = str(base / folder)
     port, token = free_port(), secrets.token_hex(16)
+    # window.jupyterapp lets a test open each notebook in one loaded JupyterLab, as a user
+    # opens one after another, instead of loading the whole application for each
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
-               f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}"]
+               f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
+               "--LabApp.expose_app_in_browser=True"]
     if os.geteuid() == 0:
         command.append("--allow-root")
     log_path = base / "jupyterlab.log"
@@ -426,16 +449,19 @@ def test_committed_pictures_visible_in_jupyterlab(jupyterlab, chromium_browser, 
     context = chromium_browser.new_context(viewport=VIEWPORT)
     reports, notices = [], set()
     try:
-        for path in notebooks:
-            page = context.new_page()
+        page = context.new_page()
+        page.goto(f"{jupyterlab.url}/lab?reset&token={jupyterlab.token}",
+                  timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=PAGE_TIMEOUT_MS)
+        page.evaluate(APP_RESTORED_JS)
+        for path in notebooks:  # one at a time, each closed before the next opens
             try:
-                page.goto(f"{jupyterlab.url}/lab/tree/{path.name}?reset&token="
-                          f"{jupyterlab.token}", timeout=PAGE_TIMEOUT_MS)
+                page.evaluate(OPEN_NOTEBOOK_JS, path.name)
                 report = check_notebook(page, path, screenshots)
                 notices.update(page.locator(".Toastify__toast").all_inner_texts())
             finally:
                 jupyterlab.wait_for_kernel(path.name)
-                page.close()
+                page.evaluate(CLOSE_ALL_JS)
                 jupyterlab.shut_down_sessions()
             reports.append(report)
             with capsys.disabled():

@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # Seconds one copy of a notebook takes under nbval, measured on the 2-core machine of the README
 # with one BLAS thread; the notebooks not named take under 8 s. Only the order depends on them.
-NOTEBOOK_SECONDS = {"15": 32, "12a": 16, "12b": 12, "12": 12, "02": 10}
+NOTEBOOK_SECONDS = {"15": 14, "12a": 16, "12b": 12, "12": 12, "02": 10}
 
 
 def notebook_seconds(path: Path) -> float:

@@ -5,8 +5,9 @@ Bottom to top: the array backend and argument checks (``backend``, ``typing``,
 (``autograd``), every differentiable op as one ``Function`` with its forward and backward
 side by side (``ops``), each op's public function written once (``methods``), the
 :class:`~tensorlib.engine.tensor.Tensor` whose methods they are (``tensor``, which reads its
-arguments with ``tensor_arguments``), PyTorch's factories (``factories``), the same functions
-as ``tensorlib.exp`` ... (``function_forms``), the random factories (``random``), gradient checking (``gradcheck``), and apart from all of them the speed tricks
+arguments with ``tensor_arguments``), PyTorch's factories (``factories``), the same
+functions as ``tensorlib.exp`` ... (``function_forms``), the random factories (``random``),
+gradient checking (``gradcheck``), and apart from all of them the speed tricks
 (``kernels``), which stand in for ops through one table (``kernel_table``) that
 ``reference_mode()`` switches off.
 

@@ -12,7 +12,7 @@ validation characters and trained on the same batches, under one budget:
                parameters as the decoder
 ``one_head``   token and position embeddings, one causal attention head, no MLP
 ``heads``      the same block with 4 heads of a quarter of the width
-``decoder``    the Decoder of notebook 15: 4 pre-norm blocks of attention and MLP
+``decoder``    notebook 15's long-run Decoder: 4 pre-norm attention-MLP blocks
 =============  ==================================================================
 
 A name is one row, as notebook 15 reads it: the input is ``.`` followed by the name, the

@@ -381,7 +381,7 @@ def _decoder_count_slips(vocabulary_size: int, context_length: int, channels: in
 @exercise_check("Exercise 2 (decoder_parameters)", yours="decoder_parameters")
 def check_decoder_parameters(checker: Checker, decoder_parameters: Any) -> None:
     """``decoder_parameters(V, T, C, layers)`` against Decoder(...).num_parameters() for four
-    shapes, notebook 15's model among them."""
+    shapes, the ladder's Decoder of notebook 15 among them."""
     for vocabulary_size, context_length, channels, layers in [(27, 8, 16, 2), (10, 8, 32, 8),
                                                               (27, 14, 64, 4), (50, 3, 8, 1)]:
         reference = Decoder(DecoderConfig(vocabulary_size=vocabulary_size,

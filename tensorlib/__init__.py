@@ -79,6 +79,8 @@ from tensorlib.engine.function_forms import (
     sum,
     tanh,
     transpose,
+    tril,
+    triu,
     unbind,
     unsqueeze,
     var,
@@ -195,6 +197,7 @@ __all__ = [
     "multinomial", "nn", "no_grad", "normal", "numel", "ones", "ones_like", "optim", "permute",
     "pow", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference_mode",
     "relu", "reshape", "set_reference_mode", "sigmoid", "sign", "softmax", "split", "sqrt",
-    "squeeze", "stack", "std", "sum", "tanh", "tensor", "transpose", "unbind", "unbroadcast",
+    "squeeze", "stack", "std", "sum", "tanh", "tensor", "transpose", "tril", "triu", "unbind",
+    "unbroadcast",
     "unsqueeze", "var", "where", "zeros", "zeros_like"
 ]

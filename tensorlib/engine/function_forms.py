@@ -87,6 +87,8 @@ unbind = function_form(shape.unbind)
 gather = function_form(shape.gather)
 clone = function_form(shape.clone)
 split = function_form(shape.split)
+tril = function_form(shape.tril)
+triu = function_form(shape.triu)
 # the spellings tensorlib.nn.functional has and tensorlib does not
 leaky_relu = function_form(elementwise.leaky_relu)
 softplus = function_form(elementwise.softplus)
@@ -102,6 +104,7 @@ __all__ = [
     "function_form", "gather", "gelu", "hardswish", "histogram", "leaky_relu", "log", "log10",
     "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mish",
     "numel", "permute", "pow", "relu", "relu6", "reshape", "sigmoid", "sign", "silu",
-    "softmax", "softplus", "split", "sqrt", "squeeze", "std", "sum", "tanh", "transpose",
+    "softmax", "softplus", "split", "sqrt", "squeeze", "std", "sum", "tanh", "transpose", "tril",
+    "triu",
     "unbind", "unsqueeze", "var", "where",
 ]

@@ -457,6 +457,9 @@ class Tensor:
     unbind = shape_methods.unbind
     gather = shape_methods.gather
     clone = shape_methods.clone
+    contiguous = shape_methods.contiguous
+    tril = shape_methods.tril
+    triu = shape_methods.triu
 
     # ----------------------------------------------------------------------------- dtype
     def double(self) -> Tensor:

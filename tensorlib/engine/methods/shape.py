@@ -142,6 +142,34 @@ def clone(self: Tensor) -> Tensor:
     return ops.Clone.apply(self)
 
 
+def contiguous(self: Tensor) -> Tensor:
+    """The tensor itself when its array is laid out row by row in memory (C order), else a
+    copy that is, as PyTorch's ``x.contiguous()``; gradients flow through the copy."""
+    return self if self._data.flags.c_contiguous else ops.Clone.apply(self)
+
+
+def tril(self: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims: the entries (i, j) with j - i <= ``diagonal``
+    kept, the others 0; the gradient is kept where the value is."""
+    return _triangle(self, validation.integer(diagonal, "tril diagonal"), lower=True)
+
+
+def triu(self: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims: the entries (i, j) with j - i >= ``diagonal``
+    kept, the others 0, as :func:`tril`."""
+    return _triangle(self, validation.integer(diagonal, "triu diagonal"), lower=False)
+
+
+def _triangle(self: Tensor, diagonal: int, lower: bool) -> Tensor:
+    if self.ndim < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'} needs at least 2 dims, got shape "
+                         f"{self.shape}")
+    rows, columns = self.shape[-2:]
+    offset = np.arange(columns)[None, :] - np.arange(rows)[:, None]   # j - i, (rows, columns)
+    dropped = offset > diagonal if lower else offset < diagonal
+    return ops.MaskedFill.apply(self, mask=dropped, value=0)
+
+
 def getitem(self: Tensor, index: Any) -> Tensor:
     index = ops.normalize_index(index, self.shape)
     out = ops.GetItem.apply(self, index=index)
@@ -175,5 +203,6 @@ def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 
 
 
 # Where each function above is spelled (tensorlib.engine.methods.spellings)
-declare(reshape, flatten, permute, transpose, squeeze, unsqueeze, unbind, gather, clone, split)
-declare(view, expand, function=False)
+declare(reshape, flatten, permute, transpose, squeeze, unsqueeze, unbind, gather, clone, split,
+        tril, triu)
+declare(view, expand, contiguous, function=False)

@@ -25,12 +25,29 @@ from tensorlib.engine.autograd import (
     no_grad,
     unbroadcast,
 )
+from tensorlib.engine.dtypes import (
+    bfloat16,
+    double,
+    float16,
+    half,
+    int8,
+    int16,
+    long,
+    short,
+    uint8,
+)
+
+# torch.float and torch.int; left out of __all__, so that `from tensorlib import *` leaves
+# Python's float and int alone
+from tensorlib.engine.dtypes import float as float  # noqa: A004
+from tensorlib.engine.dtypes import int as int  # noqa: A004
 from tensorlib.engine.factories import (
     allclose,
     arange,
     cat,
     concat,
     equal,
+    from_numpy,
     full,
     isclose,
     linspace,
@@ -198,6 +215,7 @@ __all__ = [
     "pow", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference_mode",
     "relu", "reshape", "set_reference_mode", "sigmoid", "sign", "softmax", "split", "sqrt",
     "squeeze", "stack", "std", "sum", "tanh", "tensor", "transpose", "tril", "triu", "unbind",
-    "unbroadcast",
+    "unbroadcast", "bfloat16", "double", "float16", "from_numpy", "half", "int8", "int16", "long",
+    "short", "uint8",
     "unsqueeze", "var", "where", "zeros", "zeros_like"
 ]

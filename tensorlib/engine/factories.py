@@ -16,6 +16,15 @@ from tensorlib.engine.tensor import DTypeLike, ShapeLike, Tensor, _to_array, flo
 from tensorlib.engine.tensor_arguments import _axis, _one_shape
 
 
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor that shares ``array``'s memory, as ``torch.from_numpy``: a change of one is a
+    change of the other, and the dtype is the array's (float64 stays float64)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy takes a numpy array, got {type(array).__name__}")
+    validation.tensor_dtype(array.dtype, "from_numpy array's dtype")
+    return Tensor._from_array(array)
+
+
 def tensor(data: Any, dtype: DTypeLike | None = None, requires_grad: bool = False) -> Tensor:
     """Make a tensor from a number, nested list or array (Python floats become float32).
 

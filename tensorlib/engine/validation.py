@@ -162,6 +162,8 @@ def shape(value: Any, what: str) -> tuple[int, ...]:
 def tensor_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
     """``np.dtype(dtype)``, which must be a dtype a tensor can have: bool, an integer or a
     float."""
+    if hasattr(dtype, "why"):  # a name tensorlib knows but cannot compute in (bfloat16)
+        raise TypeError(f"{what}: {dtype.name} is not supported yet: {dtype.why}")
     try:
         result = np.dtype(dtype)
     except (TypeError, ValueError):

@@ -458,6 +458,7 @@ class Tensor:
     gather = shape_methods.gather
     clone = shape_methods.clone
     contiguous = shape_methods.contiguous
+    repeat = shape_methods.repeat
     tril = shape_methods.tril
     triu = shape_methods.triu
 

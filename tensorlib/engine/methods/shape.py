@@ -142,6 +142,20 @@ def clone(self: Tensor) -> Tensor:
     return ops.Clone.apply(self)
 
 
+def repeat(self: Tensor, *sizes: Any) -> Tensor:
+    """The tensor tiled ``sizes[d]`` times along each dim d, as PyTorch's ``x.repeat`` (numpy's
+    ``tile``); more sizes than dims add leading dims. The copies' gradients add up."""
+    counts = [validation.integer(size, "repeat size", minimum=0) for size in _shape_arg(sizes)]
+    if len(counts) < self.ndim:
+        raise ValueError(f"repeat needs at least one size per dim ({self.ndim}), got "
+                         f"{len(counts)}")
+    shape = (1,) * (len(counts) - self.ndim) + self.shape            # the sizes' dims
+    spread = tuple(d for size in shape for d in (1, size))           # (1, n0, 1, n1, ...)
+    tiled = tuple(d for count, size in zip(counts, shape, strict=True) for d in (count, size))
+    return self.reshape(*spread).expand(*tiled).reshape(
+        *(count * size for count, size in zip(counts, shape, strict=True)))
+
+
 def contiguous(self: Tensor) -> Tensor:
     """The tensor itself when its array is laid out row by row in memory (C order), else a
     copy that is, as PyTorch's ``x.contiguous()``; gradients flow through the copy."""
@@ -205,4 +219,4 @@ def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 
 # Where each function above is spelled (tensorlib.engine.methods.spellings)
 declare(reshape, flatten, permute, transpose, squeeze, unsqueeze, unbind, gather, clone, split,
         tril, triu)
-declare(view, expand, contiguous, function=False)
+declare(view, expand, contiguous, repeat, function=False)

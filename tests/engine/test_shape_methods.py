@@ -1,5 +1,5 @@
-"""tril, triu and contiguous: numpy's values, gradients checked in float64, PyTorch's results
-where PyTorch is installed."""
+"""tril, triu, contiguous and repeat: numpy's values, gradients checked in float64,
+PyTorch's results where PyTorch is installed."""
 
 from __future__ import annotations
 
@@ -64,3 +64,30 @@ def test_the_triangles_agree_with_pytorch():
                               torch.tensor(x).tril(diagonal).numpy())
         assert np.array_equal(tl.tensor(x).triu(diagonal).numpy(),
                               torch.tensor(x).triu(diagonal).numpy())
+
+
+@pytest.mark.parametrize("shape, sizes", [((2, 3), (2, 1)), ((2, 3), (1, 2, 3)),
+                                          ((4,), (3,)), ((2, 1, 3), (1, 4, 2)),
+                                          ((2, 3), (0, 1))])
+def test_repeat_tiles_as_numpy_and_adds_the_copies_gradients(shape, sizes):
+    x = tl.tensor(_values(shape), dtype=tl.float64, requires_grad=True)
+    assert np.array_equal(x.repeat(*sizes).numpy(), np.tile(x.numpy(), sizes))
+    assert np.array_equal(x.repeat(sizes).numpy(), np.tile(x.numpy(), sizes))
+    assert gradcheck(lambda t: t.repeat(*sizes), x)
+    x.repeat(*sizes).sum().backward()
+    assert np.array_equal(x.grad.numpy(), np.full(shape, float(np.prod(sizes))))
+
+
+def test_repeat_refuses_too_few_sizes_and_negative_ones():
+    with pytest.raises(ValueError, match="repeat needs at least one size per dim"):
+        tl.zeros(2, 3).repeat(2)
+    with pytest.raises(ValueError, match="repeat size"):
+        tl.zeros(2).repeat(-1)
+
+
+def test_repeat_agrees_with_pytorch():
+    torch = pytest.importorskip("torch")
+    x = _values((2, 3)).astype(np.float32)
+    for sizes in [(2, 1), (1, 2, 3), (3, 2)]:
+        assert np.array_equal(tl.tensor(x).repeat(*sizes).numpy(),
+                              torch.tensor(x).repeat(*sizes).numpy())

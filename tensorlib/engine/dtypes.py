@@ -1,4 +1,4 @@
-"""PyTorch's names for the dtypes: ``tensorlib.long`` is int64, ``tensorlib.float`` float32.
+"""The dtypes a tensor can have, under numpy's names and PyTorch's (``tensorlib.long``).
 
 A tensor's dtype is a numpy dtype; these are the same objects under PyTorch's names, so
 ``x.to(torch.long)``-style code reads as it does in PyTorch. ``bfloat16`` is a name only: numpy
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bfloat16", "bool_", "double", "float", "float16", "float32", "float64", "half",
-           "int", "int16", "int32", "int64", "int8", "long", "short", "uint8"]
+__all__ = ["DEFAULT_FLOAT", "bfloat16", "bool_", "double", "float", "float16", "float32",
+           "float64", "half", "int", "int16", "int32", "int64", "int8", "long", "short", "uint8"]
 
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
@@ -22,6 +22,7 @@ int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
+DEFAULT_FLOAT = float32  # what Python floats, and floating ops on integer tensors, make
 
 
 class _NotYetADtype:

@@ -36,13 +36,6 @@ def function_form(method: Callable[Concatenate[Tensor, Arguments], Result]
     return function
 
 
-def numel(input: Tensor) -> int:
-    """The number of entries: ``x.numel()``."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"numel input must be a Tensor, got {type(input).__name__}")
-    return input.numel()
-
-
 # operators and the functions of two tensors
 pow = function_form(arithmetic.pow)
 matmul = function_form(arithmetic.matmul)
@@ -87,6 +80,7 @@ unbind = function_form(shape.unbind)
 gather = function_form(shape.gather)
 clone = function_form(shape.clone)
 split = function_form(shape.split)
+numel = function_form(Tensor.numel)
 tril = function_form(shape.tril)
 triu = function_form(shape.triu)
 # the spellings tensorlib.nn.functional has and tensorlib does not

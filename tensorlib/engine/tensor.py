@@ -17,6 +17,7 @@ import numpy as np
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import Context, run_backward
 from tensorlib.engine.backend import device_of, is_backend_array, to_device
+from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_, float32, float64, int32, int64
 from tensorlib.engine.methods import arithmetic, elementwise, in_place, reductions
 from tensorlib.engine.methods import shape as shape_methods  # `shape` is a property below
 from tensorlib.engine.tensor_arguments import _axis
@@ -26,13 +27,7 @@ from tensorlib.engine.validation import is_floating
 DTypeLike = Any
 ShapeLike = int | Sequence[int]
 
-float32 = np.dtype(np.float32)
-float64 = np.dtype(np.float64)
-int64 = np.dtype(np.int64)
-int32 = np.dtype(np.int32)
-bool_ = np.dtype(np.bool_)
 
-DEFAULT_FLOAT = float32
 
 
 

@@ -11,12 +11,11 @@ import numpy as np
 from tensorlib.engine import ops
 from tensorlib.engine import tensor as tensor_module  # the class these serve, being defined
 from tensorlib.engine.backend import is_backend_array
+from tensorlib.engine.dtypes import bool_, int64
 from tensorlib.engine.methods.operands import (
     as_operand,
-    bool_,
     bool_mask,
     floating,
-    int64,
     pair,
     wrap,
 )

@@ -16,16 +16,13 @@ import numpy as np
 from tensorlib.engine import tensor as tensor_module  # the class these serve, being defined
 from tensorlib.engine import validation
 from tensorlib.engine.backend import is_backend_array
+from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 
 if TYPE_CHECKING:
     from tensorlib.engine.tensor import Tensor
 
-float32 = np.dtype(np.float32)
-int64 = np.dtype(np.int64)
-bool_ = np.dtype(np.bool_)
-DEFAULT_FLOAT = float32
 
 
 def wrap(array: Array | np.generic) -> Tensor:

@@ -13,8 +13,9 @@ import numpy as np
 
 from tensorlib.engine import ops, validation
 from tensorlib.engine import tensor as tensor_module  # the class these serve, being defined
+from tensorlib.engine.dtypes import int64
 from tensorlib.engine.methods import arithmetic
-from tensorlib.engine.methods.operands import Histogram, MaxMin, floating, int64, wrap
+from tensorlib.engine.methods.operands import Histogram, MaxMin, floating, wrap
 from tensorlib.engine.methods.spellings import declare
 from tensorlib.engine.tensor_arguments import (
     _NOT_GIVEN,

@@ -16,8 +16,15 @@ import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tensorlib import nn, optim
+from tensorlib.engine.accelerators import (
+    backends,
+    cuda,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
 from tensorlib.engine.autograd import (
     Context,
     enable_grad,
@@ -25,6 +32,7 @@ from tensorlib.engine.autograd import (
     no_grad,
     unbroadcast,
 )
+from tensorlib.engine.devices import device
 from tensorlib.engine.dtypes import (
     bfloat16,
     double,
@@ -37,8 +45,9 @@ from tensorlib.engine.dtypes import (
     uint8,
 )
 
-# torch.float and torch.int; left out of __all__, so that `from tensorlib import *` leaves
-# Python's float and int alone
+# torch.bool, torch.float and torch.int; left out of __all__, so that `from tensorlib import *`
+# leaves Python's bool, float and int alone
+from tensorlib.engine.dtypes import bool as bool  # noqa: A004
 from tensorlib.engine.dtypes import float as float  # noqa: A004
 from tensorlib.engine.dtypes import int as int  # noqa: A004
 from tensorlib.engine.factories import (
@@ -46,9 +55,12 @@ from tensorlib.engine.factories import (
     arange,
     cat,
     concat,
+    empty,
+    empty_like,
     equal,
     from_numpy,
     full,
+    full_like,
     isclose,
     linspace,
     ones,
@@ -95,6 +107,7 @@ from tensorlib.engine.function_forms import (
     std,
     sum,
     tanh,
+    topk,
     transpose,
     tril,
     triu,
@@ -122,6 +135,9 @@ from tensorlib.engine.tensor import Tensor, bool_, float32, float64, int32, int6
 from tensorlib.models import decoder_step as _decoder_step
 from tensorlib.optim import adamw_flat as _adamw_flat
 
+if TYPE_CHECKING:  # at run time they load on first use: _LAZY_NAMES below
+    from tensorlib.saving import load, save
+
 __version__ = "0.1.0"
 
 # The one thing importing tensorlib does on the side: every kernel takes its place (the op
@@ -135,6 +151,8 @@ _decoder_step.register()
 # `tl.data` and the rest still work as `torch.nn` does after `import torch`.
 _LAZY_SUBMODULES = ("adapters", "course", "data", "engine", "models", "saving", "scalar",
                     "training", "viz")
+# Names of those folders given here too (torch.save, torch.load), loaded with them on first use.
+_LAZY_NAMES = {"load": "saving", "save": "saving"}
 
 # Where each module of the earlier flat layout lives now. Its old path still imports (the
 # module itself, under its new name), so that programs and notebooks written against it run;
@@ -196,26 +214,28 @@ sys.meta_path.insert(0, _FormerPathFinder())  # before the path finder: a former
 def __getattr__(name: str) -> object:
     if name in _LAZY_SUBMODULES or name in FORMER_PATHS:
         return importlib.import_module(f"tensorlib.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f"tensorlib.{_LAZY_NAMES[name]}"), name)
     raise AttributeError(f"module 'tensorlib' has no attribute '{name}'")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY_SUBMODULES])
+    return sorted([*globals(), *_LAZY_SUBMODULES, *_LAZY_NAMES])
 
 
 __all__ = [
     "Context", "Function", "Generator", "GradcheckError", "Rng", "Tensor", "abs", "all",
-    "allclose", "amax", "amin", "any", "arange", "argmax", "argmin", "bool_", "cat", "clone",
-    "concat", "custom_gradient", "default_rng", "enable_grad", "equal", "exp", "flatten",
-    "float32", "float64", "full", "gather", "gradcheck", "gradcheck_module", "histogram",
-    "int32", "int64",
-    "is_grad_enabled", "is_reference_mode", "isclose", "linspace", "log", "log10", "log_softmax",
-    "logsumexp", "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum",
-    "multinomial", "nn", "no_grad", "normal", "numel", "ones", "ones_like", "optim", "permute",
-    "pow", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference_mode",
-    "relu", "reshape", "set_reference_mode", "sigmoid", "sign", "softmax", "split", "sqrt",
-    "squeeze", "stack", "std", "sum", "tanh", "tensor", "transpose", "tril", "triu", "unbind",
-    "unbroadcast", "bfloat16", "double", "float16", "from_numpy", "half", "int8", "int16", "long",
-    "short", "uint8",
-    "unsqueeze", "var", "where", "zeros", "zeros_like"
+    "allclose", "amax", "amin", "any", "arange", "argmax", "argmin", "backends", "bfloat16",
+    "bool_", "cat", "clone", "concat", "cuda", "custom_gradient", "default_rng", "device",
+    "double", "empty", "empty_like", "enable_grad", "equal", "exp", "flatten", "float16",
+    "float32", "float64", "from_numpy", "full", "full_like", "gather",
+    "get_float32_matmul_precision", "gradcheck", "gradcheck_module", "half", "histogram", "int16",
+    "int32", "int64", "int8", "is_grad_enabled", "is_reference_mode", "isclose", "linspace",
+    "load", "log", "log10", "log_softmax", "logsumexp", "long", "manual_seed", "matmul", "max",
+    "maximum", "mean", "min", "minimum", "multinomial", "nn", "no_grad", "normal", "numel", "ones",
+    "ones_like", "optim", "permute", "pow", "rand", "rand_like", "randint", "randn", "randn_like",
+    "randperm", "reference_mode", "relu", "reshape", "save", "set_float32_matmul_precision",
+    "set_reference_mode", "short", "sigmoid", "sign", "softmax", "split", "sqrt", "squeeze",
+    "stack", "std", "sum", "tanh", "tensor", "topk", "transpose", "tril", "triu", "uint8",
+    "unbind", "unbroadcast", "unsqueeze", "var", "where", "zeros", "zeros_like"
 ]

@@ -47,6 +47,20 @@ def assert_same_adamw_run(parameters_a, optimizer_a, parameters_b, optimizer_b, 
         np.testing.assert_array_equal(e["second_moment"], f["second_moment"])
 
 
+def state_picture(state):
+    """A nested state (an optimizer's ``state_dict()``, say) with every Tensor and array
+    replaced by ``(dtype, shape, bytes)``, so that ``==`` compares it exactly."""
+    if isinstance(state, tl.Tensor):
+        state = state.numpy()
+    if isinstance(state, np.ndarray):
+        return (str(state.dtype), state.shape, state.tobytes())
+    if isinstance(state, dict):
+        return {key: state_picture(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(state_picture(value) for value in state)
+    return state
+
+
 def train_recording(model, optimizer, batches):
     """One optimizer step of ``model.loss`` per batch of token ids ``(B, T + 1)`` (inputs
     ``[:, :-1]``, targets ``[:, 1:]``): every loss, as a float, and the first step's

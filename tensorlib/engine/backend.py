@@ -13,7 +13,8 @@ Two are built in:
 - ``"cuda"``: CuPy; available only when CuPy imports and sees at least one GPU.
 
 Tests and extensions may ``register_backend`` more (for instance a fake device whose arrays
-are a numpy subclass), and ``unregister_backend`` them again.
+are a numpy subclass), and ``unregister_backend`` them again. PyTorch's device objects and
+``device=`` arguments (``'cuda:0'``) are read in :mod:`tensorlib.engine.devices`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "array_module",
     "available_backends",
     "copy_to_backend",
+    "cuda_device_count",
     "cupy_available",
     "device_of",
     "get_backend",
@@ -47,6 +49,7 @@ __all__ = [
     "register_backend",
     "registered_backends",
     "require_backend",
+    "synchronize_cuda",
     "to_device",
     "to_numpy",
     "unregister_backend",
@@ -148,8 +151,10 @@ def get_backend(name: str) -> Backend:
     return _BACKENDS[name]
 
 
-def require_backend(name: str) -> Backend:
-    """``get_backend(name)``, plus RuntimeError (saying why) when it is not available here."""
+def require_backend(name: str, shown_as: str | None = None) -> Backend:
+    """``get_backend(name)``, plus RuntimeError (saying why) when it is not available here;
+    the error names the device ``shown_as`` (as the caller wrote it, ``'cuda:0'``) or
+    ``name``."""
     backend = get_backend(name)
     if not _is_available(backend):
         reason = ""
@@ -158,7 +163,7 @@ def require_backend(name: str) -> Backend:
                 reason = backend.why_unavailable()
             except Exception as error:  # the explanation must not hide the real problem
                 reason = f"{type(error).__name__}: {error}"
-        raise RuntimeError(f"device '{name}' is not available on this machine"
+        raise RuntimeError(f"device '{shown_as or name}' is not available on this machine"
                            + (f": {reason}" if reason else "")
                            + f" (available devices: {available_backends()})")
     return backend
@@ -241,6 +246,20 @@ def cupy_available() -> bool:
         return _cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # pragma: no cover - depends on the machine
         return False
+
+
+def cuda_device_count() -> int:
+    """How many CUDA GPUs CuPy sees (0 without CuPy or a GPU)."""
+    if not cupy_available():
+        return 0
+    return int(_cupy.cuda.runtime.getDeviceCount())  # pragma: no cover - GPU only
+
+
+def synchronize_cuda() -> None:
+    """Wait for the GPU's queued work to finish (CuPy's ``Device().synchronize()``); nothing
+    without a usable GPU."""
+    if cupy_available():  # pragma: no cover - GPU only
+        _cupy.cuda.Device().synchronize()
 
 
 def _cuda_unavailable_reason() -> str:

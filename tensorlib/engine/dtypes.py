@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_FLOAT", "bfloat16", "bool_", "double", "float", "float16", "float32",
+__all__ = ["DEFAULT_FLOAT", "bfloat16", "bool", "bool_", "double", "float", "float16", "float32",
            "float64", "half", "int", "int16", "int32", "int64", "int8", "long", "short", "uint8"]
 
 float16 = np.dtype(np.float16)
@@ -45,3 +45,4 @@ short = int16
 long = int64
 float = float32  # noqa: A001 - torch.float
 int = int32  # noqa: A001 - torch.int
+bool = bool_  # noqa: A001 - torch.bool

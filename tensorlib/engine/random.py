@@ -24,6 +24,11 @@ What each call draws, in terms of the documented :class:`~tensorlib.engine.split
   with every category chosen before it in that row set to zero.
 * ``randn_like(t)``, ``rand_like(t)``: ``randn(t.shape)``, ``rand(t.shape)``.
 
+Each factory takes ``device=`` by name (None: the CPU; for ``*_like``, ``normal`` of tensors
+and ``multinomial``, the tensors' device): the device is checked with the other arguments,
+before the first draw, and the values, drawn on the host, are copied there. So a seeded run
+draws the same values on every device.
+
 The generator's floats are float32: a float64 ``randn``, ``rand`` or ``z`` holds the same
 float32 values exactly (a float64 ``normal`` then forms ``mean + std * z`` in float64). The
 values differ from PyTorch's, which uses another generator; shapes, dtypes and which calls
@@ -41,7 +46,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from tensorlib.engine import validation
-from tensorlib.engine.backend import to_numpy
+from tensorlib.engine.backend import Backend, copy_to_backend, device_of, to_numpy
+from tensorlib.engine.devices import backend_for
 from tensorlib.engine.splitmix64 import Generator, default_rng
 from tensorlib.engine.tensor import Tensor, float32, int64
 from tensorlib.engine.validation import is_floating
@@ -98,6 +104,13 @@ def _requires_grad(requires_grad: Any, dtype: np.dtype) -> bool:
     return flag
 
 
+def _placed(values: np.ndarray, backend: Backend, requires_grad: bool = False) -> Tensor:
+    """A tensor of the host ``values`` copied onto ``backend``."""
+    if backend.name != "cpu":
+        values = copy_to_backend(backend, values)
+    return Tensor(values, requires_grad=requires_grad)
+
+
 def _float_array(value: Tensor, what: str) -> np.ndarray:
     """The values of a floating-point tensor as a numpy array."""
     if not is_floating(value.dtype):
@@ -119,56 +132,56 @@ def _in_dtype(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
 
 # ------------------------------------------------------------------------- float factories
 def randn(*size: int | Sequence[int], generator: Generator | None = None,
-          dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
+          dtype: DTypeLike = float32, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """Standard normal samples of shape ``size`` (``randn(2, 3)`` or ``randn((2, 3))``).
 
     The values are ``Rng.normal(0.0, 1.0, size=size)``: two draws per element, C order.
     """
     shape, dtype = _size(size, "randn"), _float_dtype(dtype, "randn")
-    requires_grad = _requires_grad(requires_grad, dtype)
+    requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
     values = _generator(generator).normal(0.0, 1.0, size=shape, dtype=dtype)
-    return Tensor(values, requires_grad=requires_grad)
+    return _placed(values, backend, requires_grad)
 
 
 def rand(*size: int | Sequence[int], generator: Generator | None = None,
-         dtype: DTypeLike = float32, requires_grad: bool = False) -> Tensor:
+         dtype: DTypeLike = float32, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) of shape ``size`` (``rand(2, 3)`` or ``rand((2, 3))``).
 
     The values are ``Rng.uniform(0.0, 1.0, size=size)``: one draw per element, C order.
     """
     shape, dtype = _size(size, "rand"), _float_dtype(dtype, "rand")
-    requires_grad = _requires_grad(requires_grad, dtype)
+    requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
     values = _generator(generator).uniform(0.0, 1.0, size=shape, dtype=dtype)
-    return Tensor(values, requires_grad=requires_grad)
+    return _placed(values, backend, requires_grad)
 
 
 def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike | None = None,
-               requires_grad: bool = False) -> Tensor:
-    """``randn(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device."""
-    return _like(randn, t, generator, dtype, requires_grad)
+               device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``randn(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device (or
+    ``device``)."""
+    return _like(randn, t, generator, dtype, device, requires_grad)
 
 
 def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike | None = None,
-              requires_grad: bool = False) -> Tensor:
-    """``rand(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device."""
-    return _like(rand, t, generator, dtype, requires_grad)
+              device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``rand(t.shape)`` in ``t``'s dtype (or ``dtype``), on ``t``'s device (or
+    ``device``)."""
+    return _like(rand, t, generator, dtype, device, requires_grad)
 
 
 def _like(factory: Callable[..., Tensor], t: Any, generator: Generator | None,
-          dtype: DTypeLike | None, requires_grad: bool) -> Tensor:
+          dtype: DTypeLike | None, device: Any, requires_grad: bool) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{factory.__name__}_like needs a Tensor, got {type(t).__name__}")
-    result = factory(t.shape, generator=generator, dtype=t.dtype if dtype is None else dtype,
-                     requires_grad=requires_grad)
-    if t.device == "cpu":
-        return result
-    moved = result.to(t.device)  # a copy that does not require grad
-    moved.requires_grad = result.requires_grad
-    return moved
+    return factory(t.shape, generator=generator, dtype=t.dtype if dtype is None else dtype,
+                   device=t.device if device is None else device, requires_grad=requires_grad)
 
 
 def normal(mean: Tensor | float, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
-           *, generator: Generator | None = None, dtype: DTypeLike | None = None) -> Tensor:
+           *, generator: Generator | None = None, dtype: DTypeLike | None = None,
+           device: Any = None) -> Tensor:
     """Normal samples ``mean + std * z``, ``z`` standard normal; PyTorch's three forms:
 
     * ``normal(mean, std, size)`` with numbers: a tensor of shape ``size`` (a tuple), float32
@@ -180,9 +193,11 @@ def normal(mean: Tensor | float, std: Tensor | float = 1.0, size: Sequence[int] 
     ``std`` must be >= 0 and both must be finite. ``z`` is ``Rng.normal(0.0, 1.0,
     size=shape)`` (two draws per element, C order); ``mean``, ``std`` and ``z`` are converted
     to the result's dtype and each operation is rounded to it. The result does not require a
-    gradient (sampling is not differentiated).
+    gradient (sampling is not differentiated); it lies on ``device``, or else on the device
+    of ``mean`` (or ``std``) when it is a tensor, else on the CPU.
     """
     tensors = [value for value in (mean, std) if isinstance(value, Tensor)]
+    backend = backend_for(tensors[0].device if device is None and tensors else device)
     if not tensors:
         mean_value = validation.real(mean, "normal mean")
         std_value = validation.real(std, "normal std", low=0.0)
@@ -215,13 +230,14 @@ def normal(mean: Tensor | float, std: Tensor | float = 1.0, size: Sequence[int] 
     standard = _generator(generator).normal(0.0, 1.0, size=shape, dtype=dtype)
     with np.errstate(over="ignore"):  # a huge std times z may round to infinity, as in PyTorch
         values = mean_values + std_values * standard
-    return Tensor(np.asarray(values, dtype=dtype).reshape(shape))
+    return _placed(np.asarray(values, dtype=dtype).reshape(shape), backend)
 
 
 # ----------------------------------------------------------------------- integer factories
 def randint(*bounds_and_size: Any, low: int | None = None, high: int | None = None,
             size: Sequence[int] | None = None, generator: Generator | None = None,
-            dtype: DTypeLike = int64, requires_grad: bool = False) -> Tensor:
+            dtype: DTypeLike = int64, device: Any = None,
+            requires_grad: bool = False) -> Tensor:
     """Uniform integers in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``.
 
     ``size`` is a tuple (``randint(10, (3,))``); any argument may be given by name, as in
@@ -245,9 +261,9 @@ def randint(*bounds_and_size: Any, low: int | None = None, high: int | None = No
     elif dtype not in _FLOAT_DTYPES:
         raise TypeError(f"randint dtype must be an integer, bool, float32 or float64 dtype, "
                         f"got {dtype}")
-    requires_grad = _requires_grad(requires_grad, dtype)
+    requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
     values = _generator(generator).integers(low, high, size=shape)
-    return Tensor(values.astype(dtype), requires_grad=requires_grad)
+    return _placed(values.astype(dtype), backend, requires_grad)
 
 
 def _randint_arguments(positional: tuple[Any, ...], low: Any, high: Any,
@@ -268,7 +284,7 @@ def _randint_arguments(positional: tuple[Any, ...], low: Any, high: Any,
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: DTypeLike = int64,
-             requires_grad: bool = False) -> Tensor:
+             device: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0, ..., n - 1``: ``Rng.permutation(n)``, ``n`` draws.
 
     ``dtype`` is int64 by default; any integer dtype, float32 or float64 that holds
@@ -286,9 +302,9 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: DTypeLike = i
     if n - 1 > largest:
         raise ValueError(f"randperm n={n} needs values up to {n - 1}, more than {dtype} holds "
                          f"exactly ({largest})")
-    requires_grad = _requires_grad(requires_grad, dtype)
+    requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
     values = _generator(generator).permutation(n)
-    return Tensor(values.astype(dtype), requires_grad=requires_grad)
+    return _placed(values.astype(dtype), backend, requires_grad)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
@@ -297,8 +313,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
     ``input`` is a floating-point tensor of non-negative, finite weights, (K,) or (B, K), each
     row with a positive sum (it need not be 1). The result is int64 of shape (num_samples,) or
-    (B, num_samples). Without replacement (the default) no index repeats within a row, and
-    ``num_samples`` must not exceed the number of positive weights in any row.
+    (B, num_samples), on ``input``'s device. Without replacement (the default) no index
+    repeats within a row, and ``num_samples`` must not exceed the number of positive weights
+    in any row.
 
     Draws: one per sample, row by row and sample by sample within a row. With replacement
     row ``b`` is ``Rng.sample_categorical(input[b], size=num_samples)``; without, each sample
@@ -322,7 +339,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
             samples[row] = rng.sample_categorical(row_weights, size=num_samples)
     else:
         samples = _without_replacement(rng, rows, num_samples)
-    return Tensor(samples.reshape(weights.shape[:-1] + (num_samples,)))
+    return _placed(samples.reshape(weights.shape[:-1] + (num_samples,)),
+                   backend_for(device_of(input._data)))
 
 
 def _without_replacement(rng: Generator, rows: np.ndarray, num_samples: int) -> np.ndarray:

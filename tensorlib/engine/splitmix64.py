@@ -40,13 +40,13 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from tensorlib.engine import validation
+from tensorlib.engine import devices, validation
 from tensorlib.engine.typing import Array
 
 # A ``size`` argument: one length or a sequence of lengths
 Size = int | Sequence[int]
 
-__all__ = ["Generator", "Rng", "default_rng", "manual_seed", "resolve_rng"]
+__all__ = ["Generator", "Rng", "check_seed", "default_rng", "manual_seed", "resolve_rng"]
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN_GAMMA = 0x9E3779B97F4A7C15
@@ -116,6 +116,12 @@ def _check_u64(value: Any, what: str) -> int:
     return value
 
 
+def check_seed(seed: Any) -> int:
+    """``seed`` as a Python int in [0, 2^64), what ``manual_seed`` and ``Generator`` take
+    (TypeError or ValueError naming it otherwise)."""
+    return _check_u64(seed, "seed")
+
+
 def _to_float32(value: float, what: str) -> np.float32:
     """Round a finite Python float to float32, refusing values that overflow float32."""
     if abs(value) > _F32_MAX:
@@ -142,6 +148,19 @@ def normalize_shape(value: Any, what: str = "size") -> tuple[int, ...]:
     return shape
 
 
+_HOST = devices.device("cpu")
+
+
+def _on_the_host(device: Any) -> None:
+    """Refuse a Generator device other than the CPU, where every generator draws (TypeError
+    or ValueError naming it)."""
+    target = devices.as_device(device, "Generator device")
+    if target.type != "cpu":
+        raise ValueError(f"a tensorlib Generator draws on the host, so its device must be "
+                         f"'cpu', got '{target}'; random factories given device='"
+                         f"{target.type}' draw from it and copy the values there")
+
+
 def _unit_float32(draws: np.ndarray) -> np.ndarray:
     """float32 in [0, 1) from the top 24 bits of each draw: exact, like the C ``nn_rng_unit``."""
     return (draws >> np.uint64(40)).astype(np.float32) * _F32_INV_2_POW_24
@@ -154,7 +173,9 @@ class Rng:
     it again, as PyTorch's ``Generator.manual_seed`` does. Every method that takes ``size``
     returns a Python scalar when ``size`` is None, and otherwise an array of that shape whose
     values are exactly the values the same number of scalar calls would have returned, in C
-    order.
+    order. PyTorch's ``Generator(device='cpu')`` is taken (from seed 0; the first argument is
+    the seed, so PyTorch's positional ``Generator('cpu')`` is a TypeError); the device must be
+    the CPU, where every generator draws.
 
     >>> rng = Rng(0)
     >>> hex(rng.next_u64())
@@ -163,9 +184,17 @@ class Rng:
 
     __slots__ = ("_state", "_initial_seed")
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, device: Any = None) -> None:
+        if device is not None:
+            _on_the_host(device)
         self._state = _check_u64(seed, "seed")
         self._initial_seed = self._state
+
+    @property
+    def device(self) -> devices.device:
+        """Where the generator draws: always the CPU (``device(type='cpu')``); random
+        factories with ``device='cuda'`` draw here and copy the values to the GPU."""
+        return _HOST
 
     def manual_seed(self, seed: int) -> Rng:
         """Set the state to ``seed`` (an int in [0, 2^64)) and return this generator."""

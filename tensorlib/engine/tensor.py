@@ -16,7 +16,8 @@ import numpy as np
 
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import Context, run_backward
-from tensorlib.engine.backend import device_of, is_backend_array, to_device
+from tensorlib.engine.backend import copy_to_backend, device_of, is_backend_array
+from tensorlib.engine.devices import Device, backend_for, device_of_array, to_arguments
 from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_, float32, float64, int32, int64
 from tensorlib.engine.methods import arithmetic, elementwise, in_place, reductions
 from tensorlib.engine.methods import shape as shape_methods  # `shape` is a property below
@@ -227,27 +228,68 @@ class Tensor:
         return self.grad_fn is None
 
     @property
-    def device(self) -> str:
-        return device_of(self._data)
+    def device(self) -> Device:
+        """The :class:`~tensorlib.engine.devices.device` the data lives on
+        (``device(type='cpu')``, or ``cuda:0`` for CuPy); it also equals its name as a
+        string (``x.device == 'cpu'``), which PyTorch's does not."""
+        return device_of_array(self._data)
 
-    def to(self, device: Any) -> Tensor:
-        """This tensor's values on ``device`` ("cpu", "cuda" or a registered backend); given a
-        dtype instead (``x.to(tensorlib.float64)``), :meth:`astype`.
+    @property
+    def is_cuda(self) -> bool:
+        """True when the data lives on the GPU (a CuPy array)."""
+        return device_of(self._data) == "cuda"
 
-        Returns ``self`` when it already lives there. Otherwise returns a new leaf tensor
-        holding a copy on ``device`` that is *not* connected to the graph (it does not
-        require grad; gradients do not flow back through a device move). Move a model's
-        parameters with ``Module.to``. ValueError for an unknown device, RuntimeError for
-        one that is not available here.
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """PyTorch's ``to``: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``,
+        ``to(other)`` (its device and dtype), and by name ``to(device=None, dtype=None,
+        non_blocking=False, copy=False)``; a device is a string ("cpu", "cuda:0", a
+        registered backend) or a ``tensorlib.device``.
+
+        Returns ``self`` when nothing changes (unless ``copy=True``: then a copy that carries
+        the gradient, :meth:`clone`). A dtype change is :meth:`astype`, differentiable
+        between floating dtypes. A device move returns a new leaf tensor holding a copy on
+        that device which is *not* connected to the graph (it does not require grad;
+        gradients do not flow back through a move, where PyTorch's do): move a model's
+        parameters with ``Module.to``. ``non_blocking`` is accepted and changes nothing.
+        ValueError for an unknown device, RuntimeError for one that is not available here.
         """
-        if not isinstance(device, str):
-            return self if device == self.dtype else self.astype(device)
-        moved = to_device(self._data, device)  # validates the device name first
-        if device_of(self._data) == device:
-            return self
-        out = Tensor._from_array(moved)
-        out.name = self.name
-        return out
+        target, dtype, _, copy = to_arguments(args, kwargs, Tensor, "Tensor.to")
+        out = self
+        if target is not None:
+            backend = backend_for(target)  # checked before any copy
+            if device_of(self._data) != backend.name:
+                out = Tensor._from_array(copy_to_backend(backend, self._data))
+                out.name = self.name
+        if dtype is not None and dtype != out.dtype:
+            out = out.astype(dtype)
+        return self.clone() if copy and out is self else out
+
+    def cpu(self) -> Tensor:
+        """``to('cpu')``: this tensor itself when it is on the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """``to('cuda')`` (or ``to(device)``; an int ``i`` is ``'cuda:i'``): RuntimeError
+        saying why when no GPU is available here."""
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            device = f"cuda:{device}"
+        return self.to(device, non_blocking=non_blocking)
+
+    def pin_memory(self) -> Tensor:
+        """This tensor itself: numpy memory has no pinned kind, and a copy to a GPU needs
+        none, so ``x.pin_memory().to(device, non_blocking=True)`` runs as written. (PyTorch
+        returns a copy in page-locked memory, and raises on a machine without a GPU.)
+        RuntimeError for a tensor on a GPU, as in PyTorch: only host memory is pinned."""
+        if device_of(self._data) != "cpu":
+            raise RuntimeError(f"cannot pin a tensor on '{self.device}': only tensors on the "
+                               f"CPU can be pinned")
+        return self
+
+    def is_pinned(self) -> bool:
+        """False: tensorlib never pins memory (see :meth:`pin_memory`)."""
+        return False
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -429,6 +471,7 @@ class Tensor:
     min = reductions.min
     argmax = reductions.argmax
     argmin = reductions.argmin
+    topk = reductions.topk
     var = reductions.var
     std = reductions.std
     logsumexp = reductions.logsumexp

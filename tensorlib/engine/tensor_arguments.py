@@ -108,4 +108,8 @@ def _correction(unbiased: Any, correction: Any, what: str) -> float:
         return 1.0 if validation.boolean(unbiased, f"{what} unbiased") else 0.0
     if correction is None:
         return 1.0
+    if isinstance(correction, (int, np.integer)) and not isinstance(correction, bool) \
+            and abs(int(correction)) >= 2**63:
+        raise ValueError(f"{what} correction {correction} does not fit in a 64-bit integer "
+                         "(PyTorch refuses it too)")
     return validation.real(correction, f"{what} correction")

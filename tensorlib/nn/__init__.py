@@ -1,8 +1,10 @@
 """tensorlib.nn: what networks are made of, as PyTorch's ``torch.nn``.
 
 The tree every layer, optimizer and checkpoint works through (``module``: ``Module`` and
-``Parameter``; ``container``; ``hooks``; ``modes``), initialization policies (``init``), the
-functional API (``functional``, imported as ``F``), and the layers: linear, embeddings,
+``Parameter``; ``container``; ``hooks``; ``modes``), initialization (``init``: the policies,
+and PyTorch's in-place functions from ``init_in_place``), PyTorch's ``utils`` (gradient
+clipping, parameters as a vector), the functional API (``functional``, imported as ``F``),
+and the layers: linear, embeddings,
 norms, activations, dropout and the MLP (``layers``), convolution and pooling
 (``convolution``), multi-head attention with its key/value cache (``attention``), and the
 recording of what a model computes inside (``capture``). Built in notebooks 06 (modules and
@@ -18,10 +20,10 @@ programs written against the earlier flat layout still run.
 import importlib
 from typing import Any
 
-from tensorlib.nn import functional, init
+from tensorlib.nn import functional, init, utils
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.capture import ActivationCapture, capture_activations
-from tensorlib.nn.container import ModuleList, Sequential
+from tensorlib.nn.container import ModuleDict, ModuleList, Sequential
 from tensorlib.nn.convolution import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from tensorlib.nn.layers import (
     GELU,
@@ -81,8 +83,9 @@ __all__ = [
     "GELU", "MLP", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
     "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "Hardswish", "HookPoint",
     "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
-    "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding", "ReLU", "ReLU6",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding",
+    "ReLU", "ReLU6",
     "Sequential", "SiLU", "Sigmoid", "Softmax", "LogSoftmax", "Softplus", "StateDictError",
     "Tanh", "evaluation_mode",
-    "functional", "init", "ActivationCapture", "KVCache", "capture_activations",
+    "functional", "init", "utils", "ActivationCapture", "KVCache", "capture_activations",
 ]

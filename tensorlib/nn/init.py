@@ -1,6 +1,12 @@
-"""Weight initialization policies.
+"""Weight initialization: the specification's policies, and PyTorch's in-place functions.
 
-Six policies, by name (see :data:`POLICIES`):
+PyTorch's ``torch.nn.init`` functions (``normal_``, ``uniform_``, ``constant_``, ``zeros_``,
+``ones_``, ``xavier_uniform_``, ``xavier_normal_``, ``kaiming_uniform_``,
+``kaiming_normal_``, ``trunc_normal_``, ``calculate_gain``), which fill an existing tensor in
+place, live in :mod:`tensorlib.nn.init_in_place` and are attributes of this module too, so
+``tensorlib.nn.init.normal_(p, mean=0.0, std=0.02)`` reads as it does in PyTorch.
+
+The specification's six policies make new arrays, by name (see :data:`POLICIES`):
 
 * ``zero``: W = 0 (biases).
 * ``one``: W = 1 (LayerNorm weight).
@@ -28,6 +34,24 @@ from numpy.typing import DTypeLike
 
 from tensorlib.engine import validation
 from tensorlib.engine.splitmix64 import Rng, Size, normalize_shape
+from tensorlib.nn.init_in_place import _calculate_correct_fan as _calculate_correct_fan
+from tensorlib.nn.init_in_place import (
+    _calculate_fan_in_and_fan_out as _calculate_fan_in_and_fan_out,
+)
+from tensorlib.nn.init_in_place import (
+    calculate_gain,
+    constant_,
+    kaiming_normal_,
+    kaiming_uniform_,
+    normal_,
+    ones_,
+    receptive_fans,
+    trunc_normal_,
+    uniform_,
+    xavier_normal_,
+    xavier_uniform_,
+    zeros_,
+)
 
 __all__ = [
     "POLICIES",
@@ -40,6 +64,18 @@ __all__ = [
     "xavier_normal",
     "xavier_uniform",
     "zeros",
+    # PyTorch's in-place functions (tensorlib.nn.init_in_place)
+    "calculate_gain",
+    "constant_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
 ]
 
 POLICIES: tuple[str, ...] = (
@@ -82,8 +118,7 @@ def fan_in_and_fan_out(shape: Size) -> tuple[int, int]:
         raise ValueError(f"fan_in and fan_out are undefined for an empty shape {dims}")
     if len(dims) == 1:
         return dims[0], dims[0]
-    receptive = math.prod(dims[2:])
-    return dims[1] * receptive, dims[0] * receptive
+    return receptive_fans(dims)
 
 
 def zeros(shape: Size, dtype: DTypeLike = np.float32) -> np.ndarray:

@@ -217,7 +217,7 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_input(x, "LayerNorm", self.normalized_width)
-        return F.layer_norm(x, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, (self.normalized_width,), self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_width}, eps={self.eps}, affine={self.weight is not None}"

@@ -11,6 +11,11 @@ assignment registers them too). From that tree come dotted names
 state dictionaries. Registration keeps the tree a tree: no duplicate names, no parameter or
 child registered twice, no cycles. Assigning a module to the name of a child replaces that
 child (as in PyTorch), under the same rules; LoRA and NF4 layers are swapped in this way.
+Assigning a Parameter to the name of a parameter replaces it too, and that one may be a
+parameter the tree already holds: weight tying, PyTorch's way
+(``transformer.wte.weight = lm_head.weight``). A tied parameter is listed once by
+``parameters()`` and ``named_parameters()`` (under the first name met) and under each of
+its names by ``state_dict()``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.engine.backend import copy_to_backend, device_of, require_backend, to_numpy
+from tensorlib.engine.backend import copy_to_backend, device_of, to_numpy
+from tensorlib.engine.devices import backend_for, to_arguments
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn.hooks import RemovableHandle
@@ -40,7 +46,8 @@ class Module:
     Assigning a module to the name of an existing child replaces it (``model.head =
     Linear(...)``); that assignment checks the new child against the assigned-to module's
     own subtree; ``model.set_submodule("a.b", new)``
-    checks it against the whole of ``model``.
+    checks it against the whole of ``model``. Assigning a Parameter to the name of an
+    existing parameter replaces it (``_replace_parameter``: weight tying).
     """
 
     def __init__(self) -> None:
@@ -170,6 +177,18 @@ class Module:
                     f"'{own_parameters[id(parameter)]}'"
                 )
 
+    def _replace_parameter(self, name: str, parameter: Parameter) -> Parameter:
+        """Put ``parameter`` in the place of the parameter ``name`` (same position, so names
+        and order stay) and return the old one, as PyTorch's assignment does. Allowed on an
+        attached module (it adds no member), and ``parameter`` may be one this tree already
+        holds: that is weight tying (``wte.weight = lm_head.weight``), and the tied parameter
+        is then listed once by ``parameters()``. Any shape may come in (nanoGPT's
+        ``wpe.weight = Parameter(wpe.weight[:block_size])``)."""
+        old = self._parameters[name]
+        self._parameters[name] = parameter
+        parameter.__dict__.setdefault("_registered_as", f"'{name}' of {type(self).__name__}")
+        return old
+
     def _replace_child(self, name: str, module: Module) -> Module:
         """Put ``module`` in the place of the child ``name`` (same position, so names and
         order stay); the old child is detached and returned. Checked as ``_check_child``
@@ -188,7 +207,10 @@ class Module:
         if name in self.__dict__.get("_buffers", {}) and not isinstance(value, Parameter):
             self._buffers[name] = _as_buffer(value, name)  # a buffer is replaced, as in PyTorch
         elif isinstance(value, Parameter):
-            self.register_parameter(name, value)
+            if name in self.__dict__.get("_parameters", {}):
+                self._replace_parameter(name, value)  # as in PyTorch (weight tying)
+            else:
+                self.register_parameter(name, value)
         elif isinstance(value, Module):
             if name in self.__dict__.get("_modules", {}):
                 self._replace_child(name, value)  # a child is replaced, as in PyTorch
@@ -276,11 +298,15 @@ class Module:
                              for name, child in reversed(module._modules.items()))
 
     def named_parameters(
-        self, prefix: str = "", include_frozen: bool = True, recurse: bool = True
+        self, prefix: str = "", include_frozen: bool = True, recurse: bool = True,
+        remove_duplicate: bool = True,
     ) -> Iterator[tuple[str, Parameter]]:
         """``(prefix + dotted_name, parameter)`` depth-first: own parameters, then each
-        child's (only the own ones with ``recurse=False``)."""
-        for name, parameter in self._named_members(lambda m: m._parameters.items(), recurse):
+        child's (only the own ones with ``recurse=False``). A parameter held under two names
+        (weight tying) is given once, under the first name met, unless
+        ``remove_duplicate=False`` (PyTorch's argument)."""
+        for name, parameter in self._named_members(lambda m: m._parameters.items(), recurse,
+                                                   remove_duplicate=remove_duplicate):
             if include_frozen or parameter.trainable:
                 yield prefix + name, parameter
 
@@ -305,7 +331,8 @@ class Module:
         return self._named_members(_own_state)
 
     def parameters(self, include_frozen: bool = True) -> list[Parameter]:
-        """All parameters in a stable depth-first registration order."""
+        """All parameters in a stable depth-first registration order, each once (a tied
+        parameter too)."""
         return [p for _, p in self.named_parameters(include_frozen=include_frozen)]
 
     def trainable_parameters(self) -> list[Parameter]:
@@ -354,6 +381,18 @@ class Module:
             raise KeyError(f"no submodule '{dotted_name}' (missing '{name}')")
         return parent._replace_child(name, module)
 
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn`` on every child's tree (``child.apply(fn)``, in the order of
+        ``children()``, hook-point children included), then on this module, and return self:
+        PyTorch's ``Module.apply``, with which nanoGPT initializes its weights
+        (``self.apply(self._init_weights)``)."""
+        if not callable(fn):
+            raise TypeError(f"apply needs a callable taking a module, got {type(fn).__name__}")
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters(include_frozen=not trainable_only))
 
@@ -393,7 +432,8 @@ class Module:
         return ()
 
     # ------------------------------------------------------------------------ conversion
-    def _apply(self, fn: Callable[[Any], Any], convert_grads: bool = True) -> Module:
+    def _apply(self, fn: Callable[[Any], Any],
+               convert_grads: bool | Callable[[Any, Any], Any] = True) -> Module:
         """Give every parameter and buffer of the tree ``fn(data)`` as its data, in place;
         returns self. What ``to``, ``float`` and ``double`` are made of (as in PyTorch).
 
@@ -405,7 +445,9 @@ class Module:
         ``fn`` runs on every tensor first, and only when all calls succeeded does each changed
         tensor take its new array (the same Tensor or Parameter object, so an optimizer
         holding it still does, with its ``trainable`` flag), its version bump, and its
-        gradient become ``fn(grad)`` as in PyTorch (None with ``convert_grads=False``). If
+        gradient become ``fn(grad)`` as in PyTorch (None with ``convert_grads=False``; when
+        it is a function, ``convert_grads(grad, data)`` with the tensor's data before the
+        change, None to drop the gradient). If
         ``fn`` raises or returns a bad array, nothing changes."""
         staged: list[tuple[Tensor, Any, Any]] = []
         for name, tensor in self._named_members(_own_tensors, remove_duplicate=True,
@@ -421,8 +463,10 @@ class Module:
             if isinstance(tensor, Parameter) and not is_floating(array.dtype):
                 raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
                                  f"{array.dtype}; a Parameter must be floating point")
-            grad = fn(tensor.grad.numpy()) if convert_grads and tensor.grad is not None \
-                else None
+            grad = None
+            if tensor.grad is not None and convert_grads is not False:
+                grad = fn(tensor.grad.numpy()) if convert_grads is True \
+                    else convert_grads(tensor.grad.numpy(), tensor.numpy())
             staged.append((tensor, array, grad))
         for tensor, array, grad in staged:  # plain assignments, which cannot fail
             tensor._data = array
@@ -430,29 +474,60 @@ class Module:
             tensor.grad = grad
         return self
 
-    def to(self, device: str) -> Module:
-        """Move every parameter and buffer of the whole tree to ``device``; returns self.
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move every parameter and buffer of the whole tree to a device, or cast them to a
+        dtype, or both; returns self. PyTorch's forms: ``to(device)``, ``to(dtype)``,
+        ``to(device, dtype)``, ``to(tensor)`` (its device and dtype), by name
+        ``to(device=None, dtype=None, non_blocking=False)``; a device is a string ("cpu",
+        "cuda:0", a registered backend) or a ``tensorlib.device``, and ``non_blocking``
+        changes nothing.
 
-        The move is one transaction (``_apply``). It checks the device (ValueError for an
-        unknown name, listing the known ones; RuntimeError saying why for one not available
-        here), then copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and
-        scales among them) and every extra parameter (a LoRA adapter's, see
-        ``_extra_parameters``) to the device. Only when every copy succeeded does it commit:
-        each moved tensor gets its new array in place (the same Tensor object), its version
-        bumps and its gradient is dropped (``grad = None``; an old gradient lives on the old
-        device). Tensors already on
-        ``device`` are not touched (same array, version and grad). If a copy fails, nothing
-        changes and the error propagates.
+        The change is one transaction (``_apply``). It checks the arguments first (ValueError
+        for an unknown device, listing the known ones; RuntimeError saying why for one not
+        available here; TypeError for a dtype that is not floating, as in PyTorch), then
+        copies every tensor of ``parameters()`` and ``buffers()`` (NF4 codes and scales
+        among them) and every extra parameter (a LoRA adapter's, see ``_extra_parameters``)
+        to the device. Only when every copy succeeded does it commit: each moved tensor gets
+        its new array in place (the same Tensor object), its version bumps and its gradient
+        is dropped (``grad = None``; an old gradient lives on the old device, where PyTorch
+        moves it too). Tensors already on the device are not touched (same array, version and
+        grad). A dtype casts the floating tensors and, for those that stay on their device,
+        their gradients, as ``float()`` and ``double()`` do; integer buffers keep theirs. If
+        a copy fails, nothing changes and the error propagates.
 
         Move a model before building a graph or an optimizer: graphs recorded before the move
         see new versions and refuse to run backward, and optimizer state stays behind.
         """
-        backend = require_backend(device)  # ValueError / RuntimeError before any work
+        target, dtype, _, _ = to_arguments(args, kwargs, Tensor, "Module.to", takes_copy=False)
+        if dtype is not None and not is_floating(dtype):
+            raise TypeError(f"Module.to only casts to a floating dtype, got {dtype}: integer "
+                            f"buffers keep their dtype, and parameters must stay floating")
+        cast = (lambda array: array) if dtype is None else _floating_to(dtype)
+        if target is None:
+            return self if dtype is None else self._apply(cast)
+        backend = backend_for(target, "Module.to device")  # before any work
 
         def move(array: Any) -> Any:
-            return array if device_of(array) == device else copy_to_backend(backend, array)
+            return cast(array if device_of(array) == backend.name
+                        else copy_to_backend(backend, array))
 
-        return self._apply(move, convert_grads=False)
+        def convert_grad(grad: Any, data: Any) -> Any:  # dropped where the tensor moves
+            return cast(grad) if device_of(data) == backend.name else None
+
+        return self._apply(move, convert_grads=convert_grad)
+
+    def cpu(self) -> Module:
+        """``to('cpu')``: every parameter and buffer on the CPU; returns self."""
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Module:
+        """``to('cuda')`` (or ``to(device)``; an int ``i`` is ``'cuda:i'``); returns self.
+        RuntimeError saying why, and nothing changed, when no GPU is available here."""
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            device = f"cuda:{device}"
+        return self.to(device)
 
     def float(self) -> Module:
         """Cast every floating parameter and buffer (and gradient) to float32, in place

@@ -11,6 +11,7 @@ import numpy as np
 from tensorlib.engine import kernel_table, validation
 from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import array_module, writable
+from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 from tensorlib.optim.clip import CLIP_EPSILON, gradient_norm_of_arrays
@@ -87,7 +88,11 @@ class AdamW(Optimizer):
 
     def __init__(self, params_or_module: ParamsOrModule, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, max_grad_norm: float = 0.0):
+                 weight_decay: float = 0.01, max_grad_norm: float = 0.0, *,
+                 foreach: bool | None = None, fused: bool | None = None):
+        for name, value in (("foreach", foreach), ("fused", fused)):
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be None, True or False, got {value!r}")
         self.max_grad_norm = max_grad_norm
         super().__init__(params_or_module, lr=lr, betas=betas, eps=eps,
                          weight_decay=weight_decay)
@@ -274,38 +279,43 @@ class AdamW(Optimizer):
 
     # ------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        """``{"type": "AdamW", "config": {...}, "state": [{"step", "first_moment",
-        "second_moment"}...]}`` with copied arrays; with several groups, ``"config":
-        {"max_grad_norm"}`` and ``"param_groups"`` (each ``{"params": [indices], "lr",
-        "betas", "eps", "weight_decay"}``)."""
+        """PyTorch's structure, with copies: ``{"state": {index: {"step": tensor(float),
+        "exp_avg": m, "exp_avg_sq": v}}, "param_groups": [{"lr", "betas", "eps",
+        "weight_decay", "params": [indices]}], "max_grad_norm": float}``. Only parameters
+        that have state have an entry (as in PyTorch: those updated, and those given a state
+        by ``load_state_dict``); ``max_grad_norm`` (tensorlib's global clipping) is one
+        setting for all groups."""
         return {
-            "type": "AdamW",
-            **self._group_state(),
-            "state": [
-                {"step": entry["step"], "first_moment": entry["first_moment"].copy(),
-                 "second_moment": entry["second_moment"].copy()}
-                for entry in self.state
-            ],
+            "state": {
+                index: {"step": Tensor(np.array(float(entry["step"]), dtype=np.float32)),
+                        "exp_avg": Tensor(entry["first_moment"].copy()),
+                        "exp_avg_sq": Tensor(entry["second_moment"].copy())}
+                for index, entry in enumerate(self.state) if _has_state(entry)
+            },
+            "param_groups": self._param_groups_state(),
+            "max_grad_norm": self.max_grad_norm,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore settings, step counters and moments; everything is checked first, so a bad
-        state changes nothing (ValueError/KeyError/TypeError naming the problem)."""
-        self._check_state_header(state, "AdamW")
-        groups, globals_ = self._staged_groups(state)
+        """Restore settings, step counters and moments from a :meth:`state_dict`; a parameter
+        without an entry starts again from step 0 and zero moments. Everything is checked
+        first, so a bad state changes nothing (ValueError/KeyError/TypeError naming the
+        problem)."""
+        groups, globals_, staged = self._staged_state(state, ("step", "exp_avg", "exp_avg_sq"))
         entries = []
-        for index, entry in enumerate(state["state"]):
-            for key in ("step", "first_moment", "second_moment"):
-                if key not in entry:
-                    raise KeyError(f"state entry {index} is missing '{key}'")
-            step = validation.integer(entry["step"], f"step of {self.describe(index)}", minimum=0)
-            parameter = self.parameters[index]
-            first = staged_array(f"first moment of {self.describe(index)}",
-                                 entry["first_moment"], parameter)
-            second = staged_array(f"second moment of {self.describe(index)}",
-                                  entry["second_moment"], parameter)
+        for index, parameter in enumerate(self.parameters):
+            if index not in staged:
+                zeros = array_module(parameter.numpy()).zeros(parameter.shape, parameter.dtype)
+                entries.append({"step": 0, "first_moment": zeros, "second_moment": zeros})
+                continue
+            entry = staged[index]
+            step = _whole_step(entry["step"], f"step of {self.describe(index)}")
+            first = staged_array(f"exp_avg of {self.describe(index)}",
+                                 entry["exp_avg"], parameter)
+            second = staged_array(f"exp_avg_sq of {self.describe(index)}",
+                                  entry["exp_avg_sq"], parameter)
             if bool((second < 0).any()):
-                raise ValueError(f"second moment of {self.describe(index)} has negative values")
+                raise ValueError(f"exp_avg_sq of {self.describe(index)} has negative values")
             entries.append({"step": step, "first_moment": first, "second_moment": second})
         self._commit_groups(groups)
         self._max_grad_norm = globals_["max_grad_norm"]
@@ -313,6 +323,27 @@ class AdamW(Optimizer):
             entry["step"] = loaded["step"]
             entry["first_moment"][...] = loaded["first_moment"]  # in place: the views stay
             entry["second_moment"][...] = loaded["second_moment"]  # the buffers'
+
+
+def _has_state(entry: dict[str, Any]) -> bool:
+    """False for the state every parameter starts with: step 0 and zero moments."""
+    return bool(entry["step"] > 0 or entry["first_moment"].any()
+                or entry["second_moment"].any())
+
+
+def _whole_step(value: Any, what: str) -> int:
+    """A step counter given as an int or as PyTorch's 0-d float tensor holding a whole
+    number; ValueError/TypeError otherwise."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise ValueError(f"{what} must be a 0-d tensor, got shape {value.shape}")
+        number = value.item()
+        if isinstance(number, float):
+            if not number.is_integer():
+                raise ValueError(f"{what} must be a whole number, got {number}")
+            number = int(number)
+        value = number
+    return validation.integer(value, what, minimum=0)
 
 
 def _finite_sum(array: Array) -> bool:

@@ -1,31 +1,25 @@
-"""Global L2 gradient norm and clipping by it (``torch.nn.utils.clip_grad_norm_``)."""
+"""Global L2 gradient norm and clipping by it, over an optimizer's parameters (a Module,
+a mapping of names to Parameters, or an iterable of Parameters).
+
+The norm and the scaling are :mod:`tensorlib.nn.utils.clip_grad`'s, the core that PyTorch's
+``tensorlib.nn.utils.clip_grad_norm_`` is made of too; what is the optimizer's own here is
+how the parameters are collected and checked, and that a non-finite norm is refused."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from tensorlib.engine import validation
-from tensorlib.engine.backend import array_module
 from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.utils.clip_grad import CLIP_EPSILON, gradient_norm_of_arrays, scale_gradients
 from tensorlib.optim.optimizer import (
     ParamsOrModule,
     collect_parameters,
     gradient_array,
 )
 
-CLIP_EPSILON = 1e-6  # the coefficient is max_norm / (norm + CLIP_EPSILON), as in PyTorch
-
-
-def gradient_norm_of_arrays(grads: Sequence[Any]) -> float:
-    """``sqrt(sum of every element squared)`` over ``grads``, accumulated in float64."""
-    total = 0.0
-    for grad in grads:
-        xp = array_module(grad)
-        flat = grad.reshape(-1).astype(xp.float64)
-        total += float(xp.dot(flat, flat))
-    return math.sqrt(total)
+__all__ = ["CLIP_EPSILON", "clip_grad_norm", "global_gradient_norm", "gradient_norm_of_arrays"]
 
 
 def _present_gradients(params_or_module: ParamsOrModule) -> list[tuple[Parameter, Any]]:
@@ -59,12 +53,5 @@ def clip_grad_norm(params_or_module: ParamsOrModule, max_norm: float) -> float:
     if not math.isfinite(norm):
         raise ValueError(f"the global gradient norm is {norm}; gradients were not clipped")
     if norm > max_norm:
-        coefficient = max_norm / (norm + CLIP_EPSILON)
-        for parameter, grad in present:
-            factor = grad.dtype.type(coefficient)
-            flags = getattr(grad, "flags", None)  # older CuPy flags have no "writeable"
-            if flags is not None and getattr(flags, "writeable", True):
-                grad *= factor
-            else:  # a read-only array: replace it by a scaled copy
-                parameter.grad = grad * factor
+        scale_gradients(present, max_norm / (norm + CLIP_EPSILON))
     return norm

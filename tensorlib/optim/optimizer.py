@@ -86,6 +86,10 @@ def _check_distinct(parameters: list[Parameter], labels: list[str]) -> None:
         seen[id(parameter)] = index
 
 
+def _groups(count: int) -> str:
+    return f"{count} parameter group" + ("" if count == 1 else "s")
+
+
 def check_keys(entries: Any, keys: tuple[str, ...], what: str) -> None:
     """KeyError for a missing key, ValueError for an unknown one."""
     if not isinstance(entries, dict):
@@ -272,19 +276,15 @@ class Optimizer:
         """The parameter group that ``parameters[index]`` belongs to."""
         return self.param_groups[self._group_of[index]]
 
-    def _group_state(self) -> dict[str, Any]:
-        """The ``state_dict`` entries that describe the settings: ``{"config": {...}}`` for
-        one group (the format of one-group optimizers), else ``{"config": {global settings},
-        "param_groups": [{"params": [indices], settings...}, ...]}``."""
-        if len(self.param_groups) == 1:
-            return {"config": self.config()}
-        globals_ = {key: getattr(self, key) for key in self.GLOBAL_SETTINGS}
+    def _param_groups_state(self) -> list[dict[str, Any]]:
+        """``state_dict()["param_groups"]``, PyTorch's structure: each group's settings, then
+        ``"params"``, the indices of its parameters in the optimizer's order."""
         groups, start = [], 0
         for group in self.param_groups:
             count = len(group["params"])
-            groups.append({"params": list(range(start, start + count)), **group.settings()})
+            groups.append({**group.settings(), "params": list(range(start, start + count))})
             start += count
-        return {"config": globals_, "param_groups": groups}
+        return groups
 
     def config(self) -> dict[str, Any]:
         """The hyperparameters as a plain dict (one group only: ``param_groups`` holds them
@@ -295,43 +295,57 @@ class Optimizer:
         settings = self.param_groups[0].settings()
         return {**settings, **{key: getattr(self, key) for key in self.GLOBAL_SETTINGS}}
 
-    def _staged_groups(self, state: dict[str, Any]) -> tuple[list[dict], dict[str, Any]]:
-        """The checked group settings and global settings of a ``state_dict`` (nothing is
-        changed here): ValueError/KeyError/TypeError naming what does not fit."""
-        config = state["config"]
-        keys = (*self.GROUP_SETTINGS, *self.GLOBAL_SETTINGS)
-        if "param_groups" not in state:
-            if len(self.param_groups) != 1:
-                raise ValueError(f"optimizer state has one parameter group, this optimizer "
-                                 f"has {len(self.param_groups)}")
-            check_keys(config, keys, "config")
-            settings = {key: self.GROUP_SETTINGS[key](config[key], key)
-                        for key in self.GROUP_SETTINGS}
-            groups = [settings]
-        else:
-            check_keys(config, tuple(self.GLOBAL_SETTINGS), "config")
-            entries = state["param_groups"]
-            if not isinstance(entries, (list, tuple)) or len(entries) != len(self.param_groups):
-                count = len(entries) if isinstance(entries, (list, tuple)) else "no list of"
-                raise ValueError(f"optimizer state has {count} parameter groups, this "
-                                 f"optimizer has {len(self.param_groups)}")
-            groups, start = [], 0
-            for number, (entry, group) in enumerate(zip(entries, self.param_groups,
-                                                        strict=True)):
-                if not isinstance(entry, dict):
-                    raise TypeError(f"parameter group {number} must be a dict")
-                count = len(group["params"])
-                if list(entry.get("params", ())) != list(range(start, start + count)):
-                    raise ValueError(f"parameter group {number} of the state holds parameters "
-                                     f"{entry.get('params')}, this optimizer's holds "
-                                     f"{list(range(start, start + count))}")
-                start += count
-                check_keys(entry, ("params", *self.GROUP_SETTINGS), f"parameter group {number}")
-                groups.append({key: self.GROUP_SETTINGS[key](entry[key], key)
-                               for key in self.GROUP_SETTINGS})
-        globals_ = {key: self.GLOBAL_SETTINGS[key](config[key], key)
+    def _staged_state(self, state: Any, entry_keys: tuple[str, ...]
+                      ) -> tuple[list[dict], dict[str, Any], dict[int, dict]]:
+        """Check a ``state_dict`` in PyTorch's structure against this optimizer, changing
+        nothing. Returns the validated settings of each group, the global settings, and the
+        state entries by parameter index (each a dict holding exactly ``entry_keys``; a
+        parameter without an entry has not been updated yet). Saved parameter ids are matched
+        to this optimizer's parameters by position, group by group, as PyTorch matches them.
+        TypeError, KeyError or ValueError name what does not fit."""
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
+        for key in ("state", "param_groups", *self.GLOBAL_SETTINGS):
+            if key not in state:
+                raise KeyError(f"optimizer state is missing '{key}'")
+        saved_groups = state["param_groups"]
+        if not isinstance(saved_groups, (list, tuple)):
+            raise TypeError(f"'param_groups' must be a list, got {type(saved_groups).__name__}")
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"optimizer state has {_groups(len(saved_groups))}, this "
+                             f"optimizer has {_groups(len(self.param_groups))}")
+        groups: list[dict] = []
+        index_of: dict[int, int] = {}
+        for number, (saved, group) in enumerate(zip(saved_groups, self.param_groups,
+                                                    strict=True)):
+            check_keys(saved, ("params", *self.GROUP_SETTINGS), f"parameter group {number}")
+            ids = saved["params"]
+            if not isinstance(ids, (list, tuple)) or len(ids) != len(group["params"]):
+                count = len(ids) if isinstance(ids, (list, tuple)) else "no list of"
+                raise ValueError(f"parameter group {number} of the state holds {count} "
+                                 f"parameters, this optimizer's holds {len(group['params'])}")
+            for saved_id in ids:
+                if type(saved_id) is not int or saved_id in index_of:
+                    raise ValueError(f"parameter group {number}'s 'params' must be distinct "
+                                     f"integer ids, got {saved_id!r}")
+                index_of[saved_id] = len(index_of)
+            groups.append({key: self.GROUP_SETTINGS[key](saved[key], key)
+                           for key in self.GROUP_SETTINGS})
+        entries = state["state"]
+        if not isinstance(entries, dict):
+            raise TypeError(f"'state' must be a dict from parameter ids to their state, got "
+                            f"{type(entries).__name__}")
+        staged = {}
+        for saved_id, entry in entries.items():
+            if saved_id not in index_of:
+                raise ValueError(f"optimizer state has an entry for parameter id {saved_id!r}, "
+                                 "which no parameter group holds")
+            index = index_of[saved_id]
+            check_keys(entry, entry_keys, f"state of {self.describe(index)}")
+            staged[index] = entry
+        globals_ = {key: self.GLOBAL_SETTINGS[key](state[key], key)
                     for key in self.GLOBAL_SETTINGS}
-        return groups, globals_
+        return groups, globals_, staged
 
     def _commit_groups(self, groups: list[dict]) -> None:
         for group, settings in zip(self.param_groups, groups, strict=True):
@@ -342,10 +356,14 @@ class Optimizer:
         parameter = self.parameters[index]
         return f"parameter {index} ('{self._names[index]}', shape {parameter.shape})"
 
-    def zero_grad(self) -> None:
-        """Set every parameter's ``.grad`` to None (frozen ones included)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Set every parameter's ``.grad`` to None (frozen ones included), PyTorch's default;
+        with ``set_to_none=False`` fill the gradients that exist with zeros instead."""
         for parameter in self.parameters:
-            parameter.grad = None
+            if set_to_none:
+                parameter.grad = None
+            elif parameter.grad is not None:
+                parameter.grad.zero_()  # in place, as PyTorch
 
     def gradients_to_apply(self) -> list[tuple[int, Parameter, Any]]:
         """``(index, parameter, gradient)`` for each parameter ``step()`` will update.
@@ -382,29 +400,6 @@ class Optimizer:
                 f"the step would make the {what} of {self.describe(index)} non-finite "
                 "(overflow); nothing was changed"
             )
-
-    def _check_state_header(self, state: Any, kind: str) -> None:
-        """Common checks of ``load_state_dict`` input: type, keys, parameter count."""
-        if not isinstance(state, dict):
-            raise TypeError(f"load_state_dict expects a dict, got {type(state).__name__}")
-        for key in ("type", "config", "state"):
-            if key not in state:
-                raise KeyError(f"optimizer state is missing '{key}'")
-        if state["type"] != kind:
-            raise ValueError(f"optimizer state is for {state['type']!r}, not {kind!r}")
-        if not isinstance(state["config"], dict):
-            raise TypeError(f"'config' must be a dict, got {type(state['config']).__name__}")
-        entries = state["state"]
-        if not isinstance(entries, (list, tuple)):
-            raise TypeError(f"'state' must be a list, got {type(entries).__name__}")
-        if len(entries) != len(self.parameters):
-            raise ValueError(
-                f"optimizer state has {len(entries)} entries but the optimizer has "
-                f"{len(self.parameters)} parameters"
-            )
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                raise TypeError(f"state entry {index} must be a dict, got {type(entry).__name__}")
 
     def step(self) -> None:
         raise NotImplementedError

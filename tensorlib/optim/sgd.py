@@ -9,6 +9,7 @@ import numpy as np
 
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.tensor import Tensor
 from tensorlib.optim.optimizer import (
     GroupSetting,
     Optimizer,
@@ -97,33 +98,27 @@ class SGD(Optimizer):
 
     # ------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        """``{"type": "SGD", "config": {lr, momentum}, "state": [{"momentum_buffer"}...]}``
-        with copied arrays; with several groups, ``"config": {}`` and ``"param_groups"``
-        (each ``{"params": [indices], "lr", "momentum"}``)."""
+        """PyTorch's structure, with copies: ``{"state": {index: {"momentum_buffer": buf}},
+        "param_groups": [{"lr", "momentum", "params": [indices]}]}``; only parameters that
+        have a momentum buffer have a ``state`` entry."""
         return {
-            "type": "SGD",
-            **self._group_state(),
-            "state": [
-                {"momentum_buffer": None if entry["momentum_buffer"] is None
-                 else entry["momentum_buffer"].copy()}
-                for entry in self.state
-            ],
+            "state": {index: {"momentum_buffer": Tensor(entry["momentum_buffer"].copy())}
+                      for index, entry in enumerate(self.state)
+                      if entry["momentum_buffer"] is not None},
+            "param_groups": self._param_groups_state(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore settings and buffers; everything is checked first, so a bad state changes
-        nothing (ValueError/KeyError/TypeError naming the problem)."""
-        self._check_state_header(state, "SGD")
-        groups, _ = self._staged_groups(state)
+        """Restore settings and buffers from a :meth:`state_dict` (a parameter without an
+        entry has no buffer); everything is checked first, so a bad state changes nothing
+        (ValueError/KeyError/TypeError naming the problem)."""
+        groups, _, staged = self._staged_state(state, ("momentum_buffer",))
         buffers = []
-        for index, entry in enumerate(state["state"]):
-            if "momentum_buffer" not in entry:
-                raise KeyError(f"state entry {index} is missing 'momentum_buffer'")
-            buffer = entry["momentum_buffer"]
+        for index, parameter in enumerate(self.parameters):
+            buffer = staged.get(index, {}).get("momentum_buffer")
             if buffer is not None:
-                buffer = staged_array(
-                    f"momentum buffer of {self.describe(index)}", buffer, self.parameters[index]
-                )
+                buffer = staged_array(f"momentum buffer of {self.describe(index)}", buffer,
+                                      parameter)
             buffers.append(buffer)
         self._commit_groups(groups)
         self.state = [{"momentum_buffer": buffer} for buffer in buffers]

@@ -42,6 +42,7 @@ from tensorlib.nn.layers import BatchNorm1d, BatchNorm2d
 from tensorlib.nn.module import Module, check_module
 from tensorlib.nn.parameter import Parameter
 from tensorlib.nn.state_dict import StateDictError, copy_staged, stage_by_name
+from tensorlib.optim.adamw import AdamW
 from tensorlib.saving.files import write_atomic
 
 __all__ = [
@@ -103,22 +104,20 @@ def _check_rng(rng: Any) -> None:
         raise TypeError(f"rng must be a tensorlib Rng or None, got {type(rng).__name__}")
 
 
-def _adamw_state(optimizer: Any) -> dict[str, Any]:
-    """The optimizer's state dict, or TypeError if it is not an AdamW."""
-    state_dict = getattr(optimizer, "state_dict", None)
-    state = state_dict() if callable(state_dict) else None
-    if not isinstance(state, dict) or state.get("type") != "AdamW":
+def _check_adamw(optimizer: Any) -> None:
+    """TypeError if ``optimizer`` is not an AdamW, ValueError if it has several parameter
+    groups."""
+    if not isinstance(optimizer, AdamW):
         raise TypeError(
             f"checkpoints store AdamW optimizer state only; got {type(optimizer).__name__} "
             "(save SGD runs without the optimizer, or use its state_dict())"
         )
-    if "param_groups" in state:
+    if len(optimizer.param_groups) > 1:
         raise ValueError(
             f"TLCKPT v1 stores one set of AdamW settings; this optimizer has "
-            f"{len(state['param_groups'])} parameter groups. Save without the optimizer and "
-            "keep optimizer.state_dict() with your own serializer (pickle, for example)"
+            f"{len(optimizer.param_groups)} parameter groups. Save without the optimizer and "
+            "keep optimizer.state_dict() with tensorlib.save"
         )
-    return state
 
 
 def _check_named(parameters: Any) -> dict[str, Parameter]:
@@ -179,27 +178,26 @@ def _parameter_chunks(named: dict[str, Parameter]) -> list[bytes]:
 
 
 def _adamw_chunks(named: dict[str, Parameter], optimizer: Any, owner: str) -> list[bytes]:
-    state = _adamw_state(optimizer)
+    _check_adamw(optimizer)
+    state = optimizer.state_dict()
     names = _optimizer_names(named, optimizer, owner)
-    config = state["config"]
+    config = optimizer.config()
     beta1, beta2 = config["betas"]
     floats = (config["lr"], beta1, beta2, config["eps"], config["weight_decay"],
               config["max_grad_norm"])
     chunks = [_f32_bytes(np.array(floats, dtype=np.float64), "the AdamW config"),
               struct.pack("<I", len(names))]
     entries = state["state"]
-    if len(entries) != len(names):
-        raise ValueError(f"optimizer state has {len(entries)} entries for {len(names)} "
-                         "parameters")
-    for name, parameter, entry in zip(names, optimizer.parameters, entries, strict=True):
-        entry = entry or {}
-        step = int(entry.get("step", 0))
+    for index, (name, parameter) in enumerate(zip(names, optimizer.parameters, strict=True)):
+        if index in entries:
+            entry = entries[index]
+            step = int(entry["step"].item())
+            first, second = entry["exp_avg"].numpy(), entry["exp_avg_sq"].numpy()
+        else:  # not updated yet: step 0 and the initial zeros
+            step, first = 0, np.zeros(parameter.shape, dtype=_F32)
+            second = first
         if not 0 <= step <= _U64_MAX:
             raise ValueError(f"AdamW step {step} of '{name}' does not fit a u64")
-        first, second = entry.get("first_moment"), entry.get("second_moment")
-        if first is None or second is None:  # state not created yet: the initial zeros
-            first = second = np.zeros(parameter.shape, dtype=_F32)
-        first, second = np.asarray(first), np.asarray(second)
         if first.size != parameter.numel() or second.size != parameter.numel():
             raise ValueError(f"AdamW moments of '{name}' have {first.size}/{second.size} "
                              f"elements, the parameter has {parameter.numel()}")
@@ -276,7 +274,7 @@ def _keep_if_same_f32(live: float, stored: float) -> float:
 def _staged_optimizer_state(contents: _Contents, names: list[str],
                             optimizer: Any) -> dict[str, Any]:
     """The state dict to hand to ``optimizer.load_state_dict``, fully checked."""
-    current = _adamw_state(optimizer)
+    _check_adamw(optimizer)
     stored = {m.name: m for m in contents.moments}
     problems = [f"no AdamW state for optimizer parameter '{name}'"
                 for name in names if name not in stored]
@@ -284,28 +282,29 @@ def _staged_optimizer_state(contents: _Contents, names: list[str],
                  for name in stored if name not in names]
     if problems:
         raise CheckpointError("AdamW section does not fit the optimizer: " + "; ".join(problems))
-    file_config, live_config = contents.config, current["config"]
+    file_config, live_config = contents.config, optimizer.config()
     assert file_config is not None  # the caller checked the AdamW flag, which reads it
-    config = {
+    group = {
         "lr": _keep_if_same_f32(live_config["lr"], file_config["lr"]),
         "betas": (_keep_if_same_f32(live_config["betas"][0], file_config["beta1"]),
                   _keep_if_same_f32(live_config["betas"][1], file_config["beta2"])),
         "eps": _keep_if_same_f32(live_config["eps"], file_config["eps"]),
         "weight_decay": _keep_if_same_f32(live_config["weight_decay"],
                                           file_config["weight_decay"]),
-        "max_grad_norm": _keep_if_same_f32(live_config["max_grad_norm"],
-                                           file_config["max_grad_norm"]),
+        "params": list(range(len(names))),
     }
-    state = []
-    for name, parameter in zip(names, optimizer.parameters, strict=True):
+    state = {}
+    for index, (name, parameter) in enumerate(zip(names, optimizer.parameters, strict=True)):
         entry = stored[name]
         shape, dtype = tuple(parameter.shape), parameter.dtype
-        state.append({
+        state[index] = {
             "step": entry.step,
-            "first_moment": entry.first.reshape(shape).astype(dtype, copy=True),
-            "second_moment": entry.second.reshape(shape).astype(dtype, copy=True),
-        })
-    return {"type": "AdamW", "config": config, "state": state}
+            "exp_avg": entry.first.reshape(shape).astype(dtype, copy=True),
+            "exp_avg_sq": entry.second.reshape(shape).astype(dtype, copy=True),
+        }
+    return {"state": state, "param_groups": [group],
+            "max_grad_norm": _keep_if_same_f32(live_config["max_grad_norm"],
+                                               file_config["max_grad_norm"])}
 
 
 def load(path: str | os.PathLike, module: Module, optimizer: Any = None,
@@ -337,7 +336,7 @@ def _load(path: str | os.PathLike, live: dict[str, Parameter], optimizer: Any,
     _check_rng(rng)
     names: list[str] = []  # the optimizer's parameter names, when one is given
     if optimizer is not None:
-        _adamw_state(optimizer)
+        _check_adamw(optimizer)
         names = _optimizer_names(live, optimizer, owner)
     contents = _parse(_read_file(path))
     staged = _match_parameters(contents, live, owner)

@@ -8,11 +8,20 @@ anything changes: a file that is not safetensors, holds non-finite or non-numeri
 does not fit the module raises :class:`tensorlib.saving.checkpoint.CheckpointError` and leaves the
 module as it was. Values are converted to each parameter's dtype (a float64 file loads into
 a float32 model), as ``Module.load_state_dict`` does.
+
+The writing and checked reading of safetensors bytes (``safetensors_bytes``,
+``parse_safetensors``, ``safetensors_metadata``, ``strict_json``) are shared with
+:mod:`tensorlib.saving.objects`, whose ``tensorlib.save`` files are safetensors files too.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import struct
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from safetensors import numpy as safetensors_numpy
@@ -23,7 +32,8 @@ from tensorlib.nn.state_dict import IncompatibleKeys, StateDictError
 from tensorlib.saving.checkpoint import CheckpointError
 from tensorlib.saving.files import write_atomic
 
-__all__ = ["load_safetensors", "read_safetensors", "save_safetensors"]
+__all__ = ["load_safetensors", "parse_safetensors", "read_safetensors", "safetensors_bytes",
+           "safetensors_metadata", "save_safetensors", "strict_json"]
 
 
 def save_safetensors(path: str | os.PathLike, module: Module,
@@ -41,10 +51,7 @@ def save_safetensors(path: str | os.PathLike, module: Module,
     for name, array in state.items():
         if is_floating(array.dtype) and not np.isfinite(array).all():
             raise ValueError(f"'{name}' has non-finite values; nothing was written")
-    contents = safetensors_numpy.save({name: np.ascontiguousarray(array).reshape(array.shape)
-                                       for name, array in state.items()},  # 0-d stays 0-d
-                                      metadata={"producer": "tensorlib", **(metadata or {})})
-    write_atomic(path, [contents])
+    write_atomic(path, [safetensors_bytes(state, {"producer": "tensorlib", **(metadata or {})})])
 
 
 def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -52,11 +59,7 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
     (CheckpointError otherwise; OSError when the file cannot be read)."""
     with open(path, "rb") as handle:
         contents = handle.read()
-    try:
-        arrays = safetensors_numpy.load(contents)
-    except Exception as error:  # the reader raises its own error types, and TypeError
-        raise CheckpointError(f"{os.fspath(path)!s} is not a readable safetensors file "
-                              f"({type(error).__name__}: {error})") from None
+    arrays = parse_safetensors(contents, str(os.fspath(path)))
     for name, array in arrays.items():
         if array.dtype.kind not in "fiu":
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has dtype {array.dtype}, "
@@ -64,6 +67,59 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if is_floating(array.dtype) and not np.isfinite(array).all():
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has non-finite values")
     return arrays
+
+
+def safetensors_bytes(arrays: Mapping[str, np.ndarray], metadata: dict[str, str]) -> bytes:
+    """The bytes of a safetensors file holding ``arrays`` (written C-ordered, a 0-d array
+    staying 0-d) and the string ``metadata``."""
+    return safetensors_numpy.save({name: np.ascontiguousarray(array).reshape(array.shape)
+                                   for name, array in arrays.items()}, metadata=metadata)
+
+
+def parse_safetensors(contents: bytes, source: str) -> dict[str, np.ndarray]:
+    """The arrays of a safetensors file's bytes. The safetensors library checks the layout
+    before it makes any array (a header length within the file, a JSON header, known dtypes,
+    shapes of non-negative ints, offsets that tile the data exactly, each array's byte count
+    its shape times its item size); anything wrong raises CheckpointError naming ``source``."""
+    try:
+        return safetensors_numpy.load(contents)
+    except Exception as error:  # the reader raises its own error types, and TypeError
+        raise CheckpointError(f"{source} is not a readable safetensors file "
+                              f"({type(error).__name__}: {error})") from None
+
+
+def safetensors_metadata(contents: bytes, source: str) -> dict[str, str]:
+    """The string metadata in the header of bytes that :func:`parse_safetensors` accepted
+    (``{}`` when there is none); CheckpointError when the header names a key twice, which
+    the safetensors library lets pass."""
+    (length,) = struct.unpack_from("<Q", contents)
+    header = strict_json(contents[8:8 + length], f"the header of {source}")
+    return header.get("__metadata__") or {}
+
+
+def strict_json(text: str | bytes, what: str) -> Any:
+    """``json.loads(text)``, refusing what no tensorlib writer writes: an object naming a key
+    twice, NaN and Infinity, and nesting too deep for Python's parser (CheckpointError naming
+    ``what``, never RecursionError)."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) < len(pairs):
+            counts = Counter(key for key, _ in pairs)
+            repeated = next(key for key, count in counts.items() if count > 1)
+            raise CheckpointError(f"{what} names the key {repeated!r} twice")
+        return result
+
+    def refuse_constant(name: str) -> None:
+        raise CheckpointError(f"{what} holds {name}, which is not JSON")
+
+    try:
+        return json.loads(text, object_pairs_hook=unique, parse_constant=refuse_constant)
+    except CheckpointError:
+        raise
+    except RecursionError:
+        raise CheckpointError(f"{what} is nested too deeply to read") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, too many digits
+        raise CheckpointError(f"{what} is not valid JSON ({error})") from None
 
 
 def load_safetensors(path: str | os.PathLike, module: Module,

@@ -52,6 +52,8 @@ from tensorlib.nn import (
 from tensorlib.nn import functional as F
 from tensorlib.optim import SGD, AdamW
 
+from helpers import state_picture
+
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 CLEAR = (ValueError, TypeError, IndexError, KeyError)
 NON_FLOAT_DTYPES = [np.int8, np.int32, np.int64, np.uint8, np.bool_, np.complex64]
@@ -73,10 +75,7 @@ def state_of(*objects) -> list:
         elif isinstance(thing, Rng):
             picture.append(thing.state)
         elif isinstance(thing, (SGD, AdamW)):
-            state = thing.state_dict()
-            picture.append((repr(state["config"]), [
-                {key: value.tobytes() if isinstance(value, np.ndarray) else value
-                 for key, value in entry.items()} for entry in state["state"]]))
+            picture.append(state_picture(thing.state_dict()))
         elif isinstance(thing, np.ndarray):
             picture.append((thing.shape, thing.dtype.str, thing.tobytes()))
         elif isinstance(thing, tl.Tensor):

@@ -116,7 +116,7 @@ ENTRY_POINTS = [
     ("F.softmax", lambda v: F.softmax(v), "softmax", "tensor"),
     ("F.cross_entropy targets", lambda v: F.cross_entropy(_x(2, 3), v), "target", "data"),
     ("F.linear weight", lambda v: F.linear(_x(2, 3), v), "linear weight", "tensor"),
-    ("F.layer_norm eps", lambda v: F.layer_norm(_x(2, 3), eps=v), "eps", "real"),
+    ("F.layer_norm eps", lambda v: F.layer_norm(_x(2, 3), (3,), eps=v), "eps", "real"),
     ("F.dropout p", lambda v: F.dropout(_x(2, 3), v), "p", "real"),
     ("F.causal_softmax scale", lambda v: F.causal_softmax(_x(2, 2), scale=v), "scale",
      "real"),

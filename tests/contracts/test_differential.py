@@ -925,7 +925,7 @@ class TensorlibLib:
             return F.linear(*xs)
         if op == "layer_norm":
             w, b = _norm_params(xs, p)
-            return F.layer_norm(xs[0], w, b, eps=p["eps"])
+            return F.layer_norm(xs[0], xs[0].shape[-1:], w, b, eps=p["eps"])
         if op == "cross_entropy":
             return F.cross_entropy(xs[0], p["targets"], reduction=p["reduction"],
                                    label_smoothing=p["label_smoothing"])

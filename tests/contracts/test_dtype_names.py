@@ -20,6 +20,7 @@ def test_star_import_leaves_pythons_float_and_int_alone():
     namespace: dict = {}
     exec("from tensorlib import *", namespace)
     assert "float" not in namespace and "int" not in namespace and "long" in namespace
+    assert "bool" not in namespace and tl.bool == np.bool_
 
 
 def test_bfloat16_is_a_name_whose_conversion_says_it_is_not_supported_yet():

@@ -79,7 +79,7 @@ def test_layer_norm_refuses_mixed_float_dtypes_at_the_call():
     x = tl.tensor(np.ones((2, 3)), dtype=np.float64, requires_grad=True)
     weight = tl.ones(3, requires_grad=True)  # float32
     with pytest.raises(TypeError, match="layer_norm: mixed dtypes"):
-        F.layer_norm(x, weight, None)
+        F.layer_norm(x, (3,), weight, None)
     with pytest.raises(TypeError, match="layer_norm: mixed dtypes"):
         LayerNorm(3)(x)
 
@@ -222,7 +222,7 @@ def test_max_of_an_empty_tensor_over_a_non_empty_axis_is_empty():
 
 def test_changing_a_layer_norm_output_in_place_leaves_its_gradient_right():
     x = tl.tensor(np.array([0.3, -1.2, 0.7]), requires_grad=True)
-    y = F.layer_norm(x)
+    y = F.layer_norm(x, (3,))
     y.detach().add_(0.5)  # the output is not what the backward saved
     y.sum().backward()
     np.testing.assert_allclose(x.grad, 0.0, atol=1e-12)  # Σ of a normalized row is constant
@@ -270,7 +270,7 @@ def test_maximum_with_a_nan_gives_each_side_the_whole_gradient():
 
 def test_layer_norm_of_a_row_with_an_infinity_is_nan_quietly():
     x = tl.tensor(np.full((2, 4), -np.inf), requires_grad=True)
-    y = F.layer_norm(x)  # RuntimeWarnings from tensorlib are errors in these tests
+    y = F.layer_norm(x, (4,))  # RuntimeWarnings from tensorlib are errors in these tests
     y.sum().backward()
     assert np.isnan(y.data).all() and np.isnan(x.grad).all()
 
@@ -334,3 +334,24 @@ def test_max_pooling_gives_a_nan_gradient_to_the_chosen_entries_only(stride):
     chosen = np.isnan(x.grad.numpy())[0, 0]
     assert chosen.tolist() == [False, True] * 4 if stride == 2 else [False] + [True] * 7
     assert (x.grad.numpy()[0, 0][~chosen] == 0.0).all()
+
+
+# ------------------------------------------- 9. var, std, stack and cat: PyTorch's refusals
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: tl.tensor([1, 2, 3]).var(), TypeError, "var takes a floating-point tensor"),
+    (lambda: tl.tensor([1, 2, 3]).std(), TypeError, "std takes a floating-point tensor"),
+    (lambda: tl.var(tl.tensor([True, False])), TypeError, "var takes a floating-point"),
+    (lambda: tl.ones(3).var(correction=10**20), ValueError, "does not fit in a 64-bit"),
+    (lambda: tl.ones(3).std(correction=-(2**64)), ValueError, "does not fit in a 64-bit"),
+    (lambda: tl.stack([tl.ones(2), tl.ones(2)], axis=None), TypeError, "got None"),
+    (lambda: tl.stack([tl.ones(2), tl.ones(2)], dim=None), TypeError, "got None"),
+    (lambda: tl.cat([tl.ones(2), tl.ones(2)], axis=None), TypeError, "got None"),
+])
+def test_what_pytorch_refuses_is_refused_at_the_call(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_a_large_correction_that_fits_gives_pytorchs_infinity():
+    assert tl.tensor([1.0, 2.0, 4.0]).var(correction=2**62).item() == float("inf")
+    assert tl.stack([tl.ones(2), tl.ones(2)], axis=1).shape == (2, 2)

@@ -164,7 +164,7 @@ def test_layer_norm_maps_constant_rows_to_bias_with_a_finite_gradient(dtype, wid
     bias = tl.Tensor(rng.normal(0.0, 1.0, size=width).astype(dtype), requires_grad=True)
     constants = np.array([0.0, 0.1, -3.3, 1e4, 123456.7, -2.5e7, 1e30], dtype=dtype)
     x = tl.Tensor(np.repeat(constants[:, None], width, axis=1), requires_grad=True)  # (7, C)
-    out = F.layer_norm(x, weight, bias, eps=1e-5)
+    out = F.layer_norm(x, weight.shape, weight, bias, eps=1e-5)
     np.testing.assert_array_equal(out.data, np.broadcast_to(bias.data, out.shape))
     upstream = rng.normal(0.0, 1.0, size=out.shape).astype(dtype)
     out.backward(upstream)

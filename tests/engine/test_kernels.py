@@ -170,7 +170,7 @@ def _layer_norm_both_modes(x, weight, bias, grad):
         leaves = [tl.Tensor(a, requires_grad=True) if a is not None else None
                   for a in (x, weight, bias)]
         with tl.reference_mode(reference):
-            out = F.layer_norm(*leaves, eps=1e-5)
+            out = F.layer_norm(leaves[0], x.shape[-1:], *leaves[1:], eps=1e-5)
             out.backward(grad)
         results.append([out.data] + [None if t is None else t.grad for t in leaves])
     return results

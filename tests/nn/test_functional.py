@@ -421,8 +421,8 @@ def test_layer_norm_by_hand():
     bias = tl.tensor([0.0, 1.0, 0.0, 0.5])
     std = math.sqrt(1.25 + 1e-5)  # mean 2.5, biased variance (2.25+0.25+0.25+2.25)/4
     normalized = np.array([-1.5, -0.5, 0.5, 1.5]) / std
-    np.testing.assert_allclose(F.layer_norm(x).data, [normalized], rtol=1e-6)
-    np.testing.assert_allclose(F.layer_norm(x, weight, bias).data,
+    np.testing.assert_allclose(F.layer_norm(x, (4,)).data, [normalized], rtol=1e-6)
+    np.testing.assert_allclose(F.layer_norm(x, 4, weight, bias).data,
                                [normalized * weight.numpy() + bias.numpy()], rtol=1e-6)
 
 
@@ -438,7 +438,7 @@ def test_fused_layer_norm_agrees_with_primitive_chain_and_gradcheck(affine):
             items = iter(affine_params)
             w = next(items) if weight is not None else None
             b = next(items) if bias is not None else None
-            return fn(x, w, b, eps=1e-5)
+            return fn(x, (5,), w, b, eps=1e-5)
         return call
 
     assert_twins_agree(run(F.layer_norm), run(F.layer_norm_reference), x, *params)
@@ -449,13 +449,34 @@ def test_fused_layer_norm_agrees_with_primitive_chain_and_gradcheck(affine):
 def test_layer_norm_rejects_bad_arguments():
     x = tl.zeros(2, 4)
     with pytest.raises(ValueError, match="eps"):
-        F.layer_norm(x, eps=0.0)
+        F.layer_norm(x, (4,), eps=0.0)
     with pytest.raises(ValueError, match="eps"):
-        F.layer_norm(x, eps=-1e-5)
+        F.layer_norm(x, (4,), eps=-1e-5)
     with pytest.raises(ValueError, match=r"weight of shape \(3,\)"):
-        F.layer_norm(x, tl.ones(3))
+        F.layer_norm(x, (4,), tl.ones(3))
     with pytest.raises(TypeError, match="floating"):
-        F.layer_norm(tl.tensor([[1, 2]]))
+        F.layer_norm(tl.tensor([[1, 2]]), (2,))
+    with pytest.raises(ValueError, match=r"normalized_shape \[3\] does not match"):
+        F.layer_norm(x, (3,))
+    with pytest.raises(ValueError, match=r"normalized_shape \[3, 2, 4\] does not match"):
+        F.layer_norm(x, (3, 2, 4))
+    with pytest.raises(TypeError, match="normalized_shape must be"):
+        F.layer_norm(x, tl.ones(4))  # the weight where PyTorch's order puts normalized_shape
+    with pytest.raises(TypeError, match="normalized_shape must be"):
+        F.layer_norm(x, ())
+
+
+def test_layer_norm_over_several_trailing_axes_is_pytorchs():
+    x = random64(2, 3, 4, scale=2.0)
+    weight, bias = random64(3, 4, seed=1), random64(3, 4, seed=2)
+    out = F.layer_norm(x, (3, 4), weight, bias)
+    flat = x.numpy().reshape(2, 12)
+    expected = (flat - flat.mean(-1, keepdims=True)) / np.sqrt(flat.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out.numpy(), expected.reshape(2, 3, 4) * weight.numpy()
+                               + bias.numpy(), rtol=1e-10)
+    call = lambda fn: lambda x, w, b: fn(x, (3, 4), w, b)  # noqa: E731
+    assert_twins_agree(call(F.layer_norm), call(F.layer_norm_reference), x, weight, bias)
+    assert gradcheck(call(F.layer_norm), x, weight, bias)
 
 
 # --------------------------------------------------------------------------------- embedding
@@ -524,7 +545,7 @@ def test_matches_torch_layer_norm_cross_entropy_and_gelu():
 
     # layer norm, value and gradients
     x, w, b = (tl.Tensor(a.copy(), requires_grad=True) for a in (x_np, w_np, b_np))
-    out = F.layer_norm(x, w, b, eps=1e-5)
+    out = F.layer_norm(x, (6,), w, b, eps=1e-5)
     out.backward(upstream)
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
     t_out = torch.nn.functional.layer_norm(tx, (6,), tw, tb, eps=1e-5)

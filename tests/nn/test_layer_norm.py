@@ -47,7 +47,7 @@ def test_backward_through_input_weight_and_bias_gradcheck():
         layer.weight.copy_(data.normal(size=5))
         layer.bias.copy_(data.normal(size=5))
     x = tl.Tensor(data.normal(size=(2, 3, 5)), requires_grad=True)
-    assert gradcheck(lambda t, w, b: F.layer_norm(t, w, b, layer.eps),
+    assert gradcheck(lambda t, w, b: F.layer_norm(t, (5,), w, b, layer.eps),
                      x, layer.weight, layer.bias)
     upstream = data.normal(size=(2, 3, 5))
     layer(x).backward(upstream)

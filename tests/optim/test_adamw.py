@@ -6,9 +6,12 @@ import math
 import numpy as np
 import pytest
 
+import tensorlib as tl
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter
 from tensorlib.optim import AdamW
+
+from helpers import state_picture
 
 
 class Inner(Module):
@@ -45,12 +48,7 @@ def assert_unchanged(net: Module, opt: AdamW, before) -> None:
     for p, (data, version) in zip(net.parameters(), params, strict=True):
         np.testing.assert_array_equal(p.data, data)
         assert p.version == version
-    after = opt.state_dict()
-    assert after["config"] == state["config"]
-    for a, b in zip(after["state"], state["state"], strict=True):
-        assert a["step"] == b["step"]
-        np.testing.assert_array_equal(a["first_moment"], b["first_moment"])
-        np.testing.assert_array_equal(a["second_moment"], b["second_moment"])
+    assert state_picture(opt.state_dict()) == state_picture(state)
 
 
 # ----------------------------------------------------------------------- configuration
@@ -398,46 +396,58 @@ def test_state_dict_round_trip_continues_identically():
     train(net_b, opt_b, range(4, 9))
     for p_a, p_b in zip(net_a.parameters(), net_b.parameters(), strict=True):
         np.testing.assert_array_equal(p_a.data, p_b.data)
-    assert opt_b.state_dict()["state"][0]["step"] == 9
+    assert opt_b.state_dict()["state"][0]["step"].item() == 9
 
 
-def test_state_dict_layout_and_copies():
+def test_state_dict_layout_is_pytorchs_and_copies():
     net, opt = trained_net_and_optimizer()
     state = opt.state_dict()
-    assert set(state) == {"type", "config", "state"}
-    assert state["type"] == "AdamW"
-    assert set(state["config"]) == {"lr", "betas", "eps", "weight_decay", "max_grad_norm"}
-    assert [entry["step"] for entry in state["state"]] == [1, 1, 1, 0]
-    state["state"][0]["first_moment"][...] = 7.0
+    assert list(state) == ["state", "param_groups", "max_grad_norm"]
+    assert list(state["param_groups"][0]) == ["lr", "betas", "eps", "weight_decay", "params"]
+    assert state["param_groups"][0]["params"] == [0, 1, 2, 3]
+    assert list(state["state"]) == [0, 1, 2]  # the frozen parameter 3 was never updated
+    entry = state["state"][0]
+    assert list(entry) == ["step", "exp_avg", "exp_avg_sq"]
+    assert entry["step"].shape == () and entry["step"].dtype == np.float32
+    assert entry["step"].item() == 1.0
+    entry["exp_avg"].numpy()[...] = 7.0
     assert not np.any(opt.state[0]["first_moment"] == 7.0)
 
 
-def test_load_state_dict_copies_its_input():
+def test_load_state_dict_copies_its_input_and_restarts_parameters_without_state():
     net, opt = trained_net_and_optimizer()
     state = opt.state_dict()
-    other = AdamW(Net())
+    other_net = Net()
+    other = AdamW(other_net)
+    train(other_net, other, [3])
     other.load_state_dict(state)
-    state["state"][0]["first_moment"][...] = 7.0
+    state["state"][0]["exp_avg"].numpy()[...] = 7.0
     assert not np.any(other.state[0]["first_moment"] == 7.0)
+    assert other.state[3]["step"] == 0 and not other.state[3]["first_moment"].any()
 
 
 @pytest.mark.parametrize(
     "corrupt, error, match",
     [
-        (lambda s: s.update(type="SGD"), ValueError, "SGD"),
-        (lambda s: s.pop("config"), KeyError, "config"),
-        (lambda s: s["config"].pop("eps"), KeyError, "eps"),
-        (lambda s: s["config"].update(betas=(0.9, 1.0)), ValueError, "beta2"),
-        (lambda s: s["config"].update(weight_decay=-1.0), ValueError, "weight_decay"),
-        (lambda s: s["config"].update(amsgrad=True), ValueError, "amsgrad"),
-        (lambda s: s["state"].append(s["state"][0]), ValueError, "5 entries"),
-        (lambda s: s["state"][2].update(first_moment=np.zeros((3, 1))), ValueError, "shape"),
+        (lambda s: s.pop("param_groups"), KeyError, "param_groups"),
+        (lambda s: s.pop("max_grad_norm"), KeyError, "max_grad_norm"),
+        (lambda s: s["param_groups"][0].pop("eps"), KeyError, "eps"),
+        (lambda s: s["param_groups"][0].update(betas=(0.9, 1.0)), ValueError, "beta2"),
+        (lambda s: s["param_groups"][0].update(weight_decay=-1.0), ValueError, "weight_decay"),
+        (lambda s: s["param_groups"][0].update(amsgrad=True), ValueError, "amsgrad"),
+        (lambda s: s["param_groups"][0]["params"].append(4), ValueError, "5 parameters"),
+        (lambda s: s["param_groups"].append(s["param_groups"][0]), ValueError, "2 parameter"),
+        (lambda s: s["state"].update({7: s["state"][0]}), ValueError, "parameter id 7"),
+        (lambda s: s["state"][2].update(exp_avg=np.zeros((3, 1))), ValueError, "shape"),
         (lambda s: s["state"][2].update(step=-1), ValueError, "step"),
         (lambda s: s["state"][2].update(step=1.5), TypeError, "step"),
-        (lambda s: s["state"][2].pop("second_moment"), KeyError, "second_moment"),
-        (lambda s: s["state"][3].update(second_moment=np.array([-1.0])), ValueError, "negative"),
-        (lambda s: s["state"][0].update(first_moment=np.full((2, 3), np.nan)), ValueError,
+        (lambda s: s["state"][2].update(step=tl.tensor(1.5)), ValueError, "whole number"),
+        (lambda s: s["state"][2].pop("exp_avg_sq"), KeyError, "exp_avg_sq"),
+        (lambda s: s["state"][2].update(momentum_buffer=None), ValueError, "momentum_buffer"),
+        (lambda s: s["state"][1].update(exp_avg_sq=-np.ones(3)), ValueError, "negative"),
+        (lambda s: s["state"][0].update(exp_avg=np.full((2, 3), np.nan)), ValueError,
          "non-finite"),
+        (lambda s: s.update(state=[]), TypeError, "'state' must be a dict"),
     ],
 )
 def test_load_state_dict_rejects_bad_state_and_changes_nothing(corrupt, error, match):
@@ -450,3 +460,32 @@ def test_load_state_dict_rejects_bad_state_and_changes_nothing(corrupt, error, m
     with pytest.raises(error, match=match):
         opt.load_state_dict(state)
     assert_unchanged(net, opt, before)
+
+
+def test_the_pytorch_arguments_fused_and_foreach_are_accepted_and_change_nothing():
+    import inspect
+
+    parameters = inspect.signature(AdamW).parameters
+    assert parameters["fused"].default is None and parameters["foreach"].default is None
+    nets = [Net() for _ in range(3)]
+    optimizers = [AdamW(nets[0], lr=0.1), AdamW(nets[1], lr=0.1, fused=True),
+                  AdamW(nets[2], lr=0.1, foreach=False)]
+    for net, opt in zip(nets, optimizers, strict=True):
+        set_grads(net)
+        opt.step()
+    for a, b, c in zip(*(net.parameters() for net in nets), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.numpy(), c.numpy())
+    with pytest.raises(TypeError, match="fused must be None, True or False"):
+        AdamW(Net(), fused="yes")
+
+
+def test_zero_grad_sets_none_by_default_and_zeros_in_place_when_asked():
+    net, opt = trained_net_and_optimizer()
+    grad = net.weight.grad
+    opt.zero_grad(set_to_none=False)
+    assert net.weight.grad is grad and not grad.numpy().any()
+    opt.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    opt.zero_grad(set_to_none=False)  # no gradient: nothing to zero, as PyTorch
+    assert all(p.grad is None for p in net.parameters())

@@ -10,6 +10,8 @@ from tensorlib import Rng
 from tensorlib.nn import Decoder, DecoderConfig, Module, Parameter
 from tensorlib.optim import SGD, AdamW, WarmupCosineSchedule, weight_decay_groups
 
+from helpers import state_picture
+
 
 class Net(Module):
     def __init__(self) -> None:
@@ -32,10 +34,7 @@ def values(net):
 
 def picture(optimizer):
     """Everything a refused call must leave as it was."""
-    state = optimizer.state_dict()
-    return repr({key: value for key, value in state.items() if key != "state"}), [
-        {key: v.tobytes() if isinstance(v, np.ndarray) else v for key, v in entry.items()}
-        for entry in state["state"]]
+    return state_picture(optimizer.state_dict())
 
 
 @pytest.mark.parametrize("make", [
@@ -53,8 +52,7 @@ def test_one_group_is_the_plain_optimizer_bit_for_bit(make):
         opt_grouped.step()
     for a, b in zip(values(plain), values(grouped), strict=True):
         assert a.tobytes() == b.tobytes()
-    assert opt_plain.state_dict().keys() == opt_grouped.state_dict().keys()
-    assert "param_groups" not in opt_grouped.state_dict()
+    assert picture(opt_plain) == picture(opt_grouped)
 
 
 def test_two_groups_step_as_two_optimizers_would():
@@ -168,16 +166,19 @@ def test_grouped_state_round_trips_and_a_mismatched_one_changes_nothing(kind):
     # a state for other groups, or one group, is refused before anything changes
     plain = SGD(Net(), lr=0.1) if kind == "SGD" else AdamW(Net())
     before = picture(plain)
-    with pytest.raises(ValueError, match="state has 2 parameter groups, this optimizer has 1"):
+    with pytest.raises(ValueError,
+                       match="state has 2 parameter groups, this optimizer has 1 parameter group$"):
         plain.load_state_dict(state)
     assert picture(plain) == before
-    with pytest.raises(ValueError, match="state has one parameter group, this optimizer has 2"):
+    with pytest.raises(ValueError,
+                       match="state has 1 parameter group, this optimizer has 2 parameter groups"):
         other.load_state_dict(plain.state_dict())
     regrouped = [{"params": [other_net.weight, other_net.bias]},
                  {"params": [other_net.scale]}]
     third = SGD(regrouped, lr=0.1) if kind == "SGD" else AdamW(regrouped)
     before = picture(third)
-    with pytest.raises(ValueError, match=r"group 0 of the state holds parameters \[0\]"):
+    with pytest.raises(ValueError, match="group 0 of the state holds 1 parameters, this "
+                       "optimizer's holds 2"):
         third.load_state_dict(state)
     assert picture(third) == before
     broken = opt.state_dict()

@@ -41,14 +41,15 @@ def _grad(leaf: tl.Tensor) -> np.ndarray:
 def package_layer_norm_forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                                eps: float) -> np.ndarray:
     """``F.layer_norm`` on numpy arrays: y of x (..., C), weight and bias (C,)."""
-    return F.layer_norm(tl.tensor(x), tl.tensor(weight), tl.tensor(bias), eps).numpy()
+    return F.layer_norm(tl.tensor(x), weight.shape, tl.tensor(weight), tl.tensor(bias),
+                        eps).numpy()
 
 
 def package_layer_norm_backward(x: np.ndarray, weight: np.ndarray, eps: float,
                                 dy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dx, dweight, dbias) of ``F.layer_norm`` at x (..., C) for the upstream dy (..., C)."""
     xt, wt, bt = (tl.tensor(a, requires_grad=True) for a in (x, weight, np.zeros_like(weight)))
-    F.layer_norm(xt, wt, bt, eps).backward(dy)
+    F.layer_norm(xt, weight.shape, wt, bt, eps).backward(dy)
     return _grad(xt), _grad(wt), _grad(bt)
 
 

@@ -48,7 +48,7 @@ def _reference_sgd_step(p: Any, g: Any, b: Any, lr: float,
     optimizer = SGD([parameter], lr=lr, momentum=momentum)
     if b is not None:
         state = optimizer.state_dict()
-        state["state"][0]["momentum_buffer"] = b
+        state["state"][0] = {"momentum_buffer": b}
         optimizer.load_state_dict(state)
     parameter.grad = np.array(g, dtype=np.float64)
     optimizer.step()
@@ -165,7 +165,7 @@ def _reference_adamw_step(p: Any, g: Any, m: Any, v: Any, t: int, lr: float, bet
     parameter = Parameter(np.array(p, dtype=np.float64))
     optimizer = AdamW([parameter], lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=decay)
     state = optimizer.state_dict()
-    state["state"][0] = {"step": t - 1, "first_moment": m, "second_moment": v}
+    state["state"][0] = {"step": t - 1, "exp_avg": m, "exp_avg_sq": v}
     optimizer.load_state_dict(state)
     parameter.grad = np.array(g, dtype=np.float64)
     optimizer.step()

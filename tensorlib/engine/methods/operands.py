@@ -38,6 +38,13 @@ class MaxMin(NamedTuple):
     indices: Tensor
 
 
+class TopK(NamedTuple):
+    """What ``x.topk(k)`` returns, as PyTorch's named pair: ``values, indices``."""
+
+    values: Tensor
+    indices: Tensor
+
+
 class Histogram(NamedTuple):
     """What ``x.histogram(bins)`` returns, as PyTorch's named pair: the counts per bin and
     the bins' edges (one more than the counts)."""

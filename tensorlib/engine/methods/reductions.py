@@ -15,7 +15,7 @@ from tensorlib.engine import ops, validation
 from tensorlib.engine import tensor as tensor_module  # the class these serve, being defined
 from tensorlib.engine.dtypes import int64
 from tensorlib.engine.methods import arithmetic
-from tensorlib.engine.methods.operands import Histogram, MaxMin, floating, wrap
+from tensorlib.engine.methods.operands import Histogram, MaxMin, TopK, floating, wrap
 from tensorlib.engine.methods.spellings import declare
 from tensorlib.engine.tensor_arguments import (
     _NOT_GIVEN,
@@ -133,14 +133,45 @@ def _arg_extreme(self: Tensor, find: Any, dim: Any, keepdim: Any, axis: Any,
     return wrap(find(data, axis=dim, keepdims=keep).astype(int64))
 
 
+def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> TopK:
+    """The ``k`` largest entries along ``dim`` (``largest=False``: the smallest), as
+    PyTorch's named pair ``(values, indices)``; the values take their gradient at the
+    indices. Ordered from the largest down (the smallest up), a nan counting as larger than
+    any number, as in PyTorch; among equal values the lower index comes first, a rule
+    (PyTorch's order among ties is whatever its selection algorithm leaves, and
+    ``sorted=False`` gives this same order)."""
+    if self.ndim == 0:
+        raise ValueError("topk needs a tensor with at least one dim, got a 0-d tensor")
+    dim = _axis(dim, self.ndim)
+    k = validation.integer(k, "topk k", minimum=0)
+    validation.boolean(largest, "topk largest")
+    validation.boolean(sorted, "topk sorted")
+    if k > self.shape[dim]:
+        raise ValueError(f"topk k={k} is more than the {self.shape[dim]} entries along dim "
+                         f"{dim} (shape {self.shape})")
+    along = np.moveaxis(np.asarray(self._data), dim, -1)  # (..., n)
+    nan = np.isnan(along) if is_floating(self.dtype) else np.zeros(along.shape, bool)
+    if is_floating(self.dtype):
+        order = -along if largest else along
+    else:  # ~x is -x - 1 for integers, with no overflow at the smallest one
+        order = ~along.astype(np.int64 if along.dtype == np.bool_ else along.dtype) \
+            if largest else along
+    first_nan = ~nan if largest else nan
+    ranked = np.lexsort((order, first_nan), axis=-1)[..., :k]  # stable: ties by index
+    indices = wrap(np.ascontiguousarray(np.moveaxis(ranked, -1, dim)).astype(int64))
+    return TopK(self.gather(dim, indices), indices)
+
+
 def var(self: Tensor, dim: int | tuple[int, ...] | None = None, unbiased: bool | None = None,
         keepdim: bool = False, *, correction: float | None = None, axis: Any = None,
         keepdims: Any = _NOT_GIVEN) -> Tensor:
     """Variance: Σ (x - mean)² / (n - ``correction``), with PyTorch's default
     ``correction=1`` (the unbiased estimate; ``unbiased=False`` or ``correction=0`` for
     the biased one); nan or inf where n - correction is 0 or less, as in PyTorch."""
+    _check_floating_spread(self, "var")
     dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
-    return ops.Var.apply(floating(self), axis=dims, keepdims=keep,
+    return ops.Var.apply(self, axis=dims, keepdims=keep,
                          correction=_correction(unbiased, correction, "var"))
 
 
@@ -149,9 +180,17 @@ def std(self: Tensor, dim: int | tuple[int, ...] | None = None, unbiased: bool |
         keepdims: Any = _NOT_GIVEN) -> Tensor:
     """Standard deviation, the square root of :meth:`var` (same arguments); where it is
     0 its gradient is 0, as in PyTorch."""
+    _check_floating_spread(self, "std")
     dims, keep = _reduction_args(self, dim, axis, keepdim, keepdims)
-    return ops.Std.apply(floating(self), axis=dims, keepdims=keep,
+    return ops.Std.apply(self, axis=dims, keepdims=keep,
                          correction=_correction(unbiased, correction, "std"))
+
+
+def _check_floating_spread(t: Tensor, what: str) -> None:
+    """var and std take floats only, as in PyTorch (integers have no mean to spread about)."""
+    if not is_floating(t.dtype):
+        raise TypeError(f"{what} takes a floating-point tensor, got dtype {t.dtype}; convert "
+                        "with .float() first")
 
 
 def logsumexp(self: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *,
@@ -208,6 +247,7 @@ def log_softmax(self: Tensor, dim: int = -1, *, axis: int | None = None) -> Tens
 
 
 # Where each function above is spelled (tensorlib.engine.methods.spellings)
-declare(sum, mean, amax, amin, max, min, argmax, argmin, var, std, logsumexp, all, any, histogram)
+declare(sum, mean, amax, amin, max, min, argmax, argmin, topk, var, std, logsumexp, all, any,
+        histogram)
 declare(softmax, functional=True, module="Softmax")
 declare(log_softmax, functional=True, module="LogSoftmax")

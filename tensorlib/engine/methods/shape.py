@@ -31,7 +31,63 @@ def reshape(self: Tensor, *shape: Any) -> Tensor:
 
 
 def view(self: Tensor, *shape: Any) -> Tensor:
-    return self.reshape(*shape)
+    """PyTorch's ``view``: the same memory read in ``shape`` (one -1 is inferred).
+
+    As strict as PyTorch's: where no strides can read this tensor's memory in the new shape
+    (a transpose flattened, say), ValueError with PyTorch's advice, ``.reshape(...)`` or
+    ``.contiguous().view(...)``, which copy. ``reshape`` takes a view when one exists and
+    copies otherwise."""
+    resolved = _resolve_shape(_shape_arg(shape), self.shape)
+    data = self.numpy()
+    strides = tuple(stride // data.itemsize for stride in data.strides)
+    if view_strides(self.shape, strides, resolved) is None:
+        raise ValueError(
+            f"view size {resolved} is not compatible with input tensor's size and stride "
+            f"(shape {self.shape}, strides {strides}: at least one dimension spans across "
+            "two contiguous subspaces). Use .reshape(...) instead, or .contiguous().view(...)")
+    return ops.Reshape.apply(self, shape=resolved)
+
+
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                 new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides (in elements) that read memory laid out as ``shape`` with ``strides`` in
+    ``new_shape``, or None when none can: PyTorch's rule for ``view``.
+
+    Walking from the last axis, the old axes fall into chunks that are contiguous among
+    themselves (each axis's stride is the next one's extent); the new shape must split into
+    runs of axes that cover exactly one chunk each, and those take the chunk's strides."""
+    if 0 in shape:
+        return _row_major(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_axis = len(new_shape) - 1
+    chunk_stride = strides[-1] if strides else 1
+    chunk_size = view_size = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        chunk_size *= shape[axis]
+        chunk_ends = axis == 0 or (shape[axis - 1] != 1
+                                   and strides[axis - 1] != chunk_size * chunk_stride)
+        if not chunk_ends:
+            continue
+        while view_axis >= 0 and (view_size < chunk_size or new_shape[view_axis] == 1):
+            new_strides[view_axis] = view_size * chunk_stride
+            view_size *= new_shape[view_axis]
+            view_axis -= 1
+        if view_size != chunk_size:
+            return None
+        if axis > 0:
+            chunk_stride, chunk_size, view_size = strides[axis - 1], 1, 1
+    while view_axis >= 0 and new_shape[view_axis] == 1:  # leading new axes of size 1
+        new_strides[view_axis] = view_size * chunk_stride
+        view_axis -= 1
+    return tuple(new_strides) if view_axis == -1 else None
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:

@@ -34,6 +34,7 @@ from tensorlib.nn.functional.attention import (
     causal_softmax,
     causal_softmax_reference,
     merge_heads,
+    scaled_dot_product_attention,
     split_heads,
 )
 from tensorlib.nn.functional.convolution import (
@@ -107,6 +108,7 @@ __all__ = [
     "relu",
     "relu6",
     "resolve_rng",
+    "scaled_dot_product_attention",
     "sigmoid",
     "sign",
     "silu",

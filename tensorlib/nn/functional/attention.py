@@ -12,7 +12,8 @@ import numpy as np
 from tensorlib.engine import ops, validation
 from tensorlib.engine.ops.softmax import causal_forbidden
 from tensorlib.engine.tensor import Tensor
-from tensorlib.nn.functional.arguments import _check_floating
+from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype, _check_tensor
+from tensorlib.nn.functional.dropout import dropout
 from tensorlib.nn.functional.softmax import softmax_reference
 
 
@@ -85,6 +86,11 @@ def _check_attention(qkv: Any, heads: int) -> None:
                          f"divisible by heads={heads}, got shape {qkv.shape}")
 
 
+def _attention_scale(scale: Any, width: int, what: str) -> float:
+    """``scale`` checked as a finite number, or 1/sqrt(width) when it is None."""
+    return 1.0 / math.sqrt(width) if scale is None else validation.real(scale, f"{what} scale")
+
+
 def causal_attention(qkv: Tensor, heads: int, scale: float | None = None) -> Tensor:
     """Causal multi-head self-attention core: ``qkv (B, T, 3C)`` → ``(B, T, C)``.
 
@@ -94,8 +100,7 @@ def causal_attention(qkv: Tensor, heads: int, scale: float | None = None) -> Ten
     fused node; ``causal_attention_reference`` is its primitive twin.
     """
     _check_attention(qkv, heads)
-    width = qkv.shape[-1] // 3 // heads
-    scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
+    scale = _attention_scale(scale, qkv.shape[-1] // 3 // heads, "causal_attention")
     return ops.CausalAttention.apply(qkv, heads=int(heads), scale=scale)
 
 
@@ -103,8 +108,7 @@ def causal_attention_reference(qkv: Tensor, heads: int, scale: float | None = No
     """The primitive chain: split heads, ``attend`` with causal_softmax_reference, merge
     heads."""
     _check_attention(qkv, heads)
-    width = qkv.shape[-1] // 3 // heads
-    scale = 1.0 / math.sqrt(width) if scale is None else float(scale)
+    scale = _attention_scale(scale, qkv.shape[-1] // 3 // heads, "causal_attention")
     query, key, value = split_heads(qkv, heads)
     context, _ = attend(query, key, value, scale, softmax=causal_softmax_reference)
     return merge_heads(context)
@@ -139,3 +143,91 @@ def attend(query: Tensor, key: Tensor, value: Tensor, scale: float, offset: int 
     if observe is not None:
         probabilities = observe(probabilities)
     return probabilities @ value, probabilities  # (B, H, T, D), (B, H, T, S)
+
+
+# ------------------------------------------------------------------ PyTorch's attention call
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """PyTorch's ``F.scaled_dot_product_attention``: ``softmax(q kᵀ · scale + mask) v``.
+
+    ``query (..., L, E)``, ``key (..., S, E)``, ``value (..., S, Ev)`` → ``(..., L, Ev)``;
+    ``scale`` defaults to 1/sqrt(E). ``attn_mask`` broadcasts to ``(..., L, S)``: boolean,
+    True where a query may attend, or float, added to the scores. ``is_causal`` lets query i
+    attend to keys 0..i (PyTorch's top-left alignment when L != S) and excludes
+    ``attn_mask``. ``dropout_p`` drops attention weights, drawn from tensorlib's generator,
+    whatever the module's mode (pass 0.0 in eval, as PyTorch programs do). With
+    ``enable_gqa`` the key and value may have fewer heads (axis -3) than the query, a
+    divisor of its count: each key/value head serves that many query heads in turn.
+    """
+    _check_sdpa(query, key, value, attn_mask, is_causal, enable_gqa)
+    dropout_p = validation.real(dropout_p, "scaled_dot_product_attention dropout_p",
+                                low=0.0, high=1.0)
+    scale = _attention_scale(scale, query.shape[-1], "scaled_dot_product_attention")
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        key, value = (_repeat_heads(t, query.shape[-3] // t.shape[-3]) for t in (key, value))
+    length, keys = query.shape[-2], key.shape[-2]
+    scores = query @ key.transpose(-2, -1)  # (..., L, S)
+    if is_causal and length == keys:
+        weights = causal_softmax(scores, scale)  # one fused node
+    else:
+        scores = scores * scale
+        if is_causal:  # top-left: query i sees keys 0..i
+            attn_mask = Tensor(~causal_forbidden(np, length, keys))
+        if attn_mask is not None and attn_mask.dtype == np.bool_:
+            scores = scores.masked_fill(~attn_mask, -math.inf)
+        elif attn_mask is not None:
+            scores = scores + attn_mask
+        weights = scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+def _check_sdpa(query: Any, key: Any, value: Any, attn_mask: Any, is_causal: Any,
+                enable_gqa: Any) -> None:
+    what = "scaled_dot_product_attention"
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
+        _check_floating(tensor, f"{what} {name}")
+        if tensor.ndim < 2:
+            raise ValueError(f"{what} {name} must have at least 2 axes (..., length, width), "
+                             f"got shape {tensor.shape}")
+    _check_one_dtype(what, query, key, value)
+    for name, flag in (("is_causal", is_causal), ("enable_gqa", enable_gqa)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{what} {name} must be a bool, got {flag!r}")
+    if key.shape[-1] != query.shape[-1]:
+        raise ValueError(f"{what}: the key's width {key.shape[-1]} differs from the query's "
+                         f"{query.shape[-1]} (query {query.shape}, key {key.shape})")
+    if value.shape[-2] != key.shape[-2]:
+        raise ValueError(f"{what}: the value has {value.shape[-2]} positions, the key "
+                         f"{key.shape[-2]} (key {key.shape}, value {value.shape})")
+    if enable_gqa:
+        heads = [t.shape[-3] if t.ndim >= 3 else 0 for t in (query, key, value)]
+        if 0 in heads or heads[1] != heads[2] or heads[0] % heads[1]:
+            raise ValueError(f"{what} with enable_gqa needs heads on axis -3, the key's and "
+                             f"value's dividing the query's (query {query.shape}, key "
+                             f"{key.shape}, value {value.shape})")
+    if attn_mask is None:
+        return
+    if is_causal:
+        raise ValueError(f"{what}: give attn_mask or is_causal=True, not both")
+    _check_tensor(attn_mask, f"{what} attn_mask")
+    if attn_mask.dtype != np.bool_ and attn_mask.dtype != query.dtype:
+        raise TypeError(f"{what} attn_mask must be bool or the query's dtype {query.dtype}, "
+                        f"got {attn_mask.dtype}")
+    scores_shape = (*query.shape[:-1], key.shape[-2])
+    try:
+        np.broadcast_shapes(attn_mask.shape, scores_shape)
+    except ValueError:
+        raise ValueError(f"{what} attn_mask of shape {attn_mask.shape} does not broadcast "
+                         f"to the scores' shape {scores_shape}") from None
+
+
+def _repeat_heads(tensor: Tensor, times: int) -> Tensor:
+    """``(..., H, S, D)`` → ``(..., H·times, S, D)``, each head repeated ``times`` times in
+    a row (PyTorch's ``repeat_interleave`` on axis -3); gradients add up over the copies."""
+    *leading, heads, length, width = tensor.shape
+    wide = tensor.unsqueeze(-3).expand(*leading, heads, times, length, width)
+    return wide.reshape(*leading, heads * times, length, width)

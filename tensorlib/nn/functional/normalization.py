@@ -3,7 +3,11 @@ with its reference twin."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from tensorlib.engine import ops, validation
 from tensorlib.engine.autograd import no_grad
@@ -12,35 +16,61 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype
 
 
-def _check_layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> None:
-    _check_floating(x, "layer_norm input")
-    if x.ndim == 0 or x.shape[-1] == 0:
-        raise ValueError(f"layer_norm needs a non-empty last axis, got shape {x.shape}")
+def _check_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any,
+                      eps: float) -> tuple[int, ...]:
+    """The checked ``normalized_shape`` as a tuple: the trailing axes of ``input`` that are
+    normalized, which ``weight`` and ``bias`` (when given) have as their shape."""
+    _check_floating(input, "layer_norm input")
+    if isinstance(normalized_shape, (int, np.integer)) and not isinstance(normalized_shape, bool):
+        normalized_shape = (normalized_shape,)
+    if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape or not all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+            for n in normalized_shape):
+        raise TypeError(f"layer_norm normalized_shape must be an int or a non-empty sequence "
+                        f"of ints (the trailing axes to normalize), got {normalized_shape!r}")
+    shape = tuple(int(n) for n in normalized_shape)
+    if input.shape[input.ndim - len(shape):] != shape or len(shape) > input.ndim:
+        raise ValueError(f"layer_norm normalized_shape {list(shape)} does not match the last "
+                         f"axes of the input (input shape {input.shape})")
+    if 0 in shape:
+        raise ValueError(f"layer_norm needs non-empty normalized axes, got {list(shape)}")
     validation.positive(eps, "layer_norm eps")
     for name, value in (("weight", weight), ("bias", bias)):
         if value is None:
             continue
         _check_floating(value, f"layer_norm {name}")
-        if value.shape != (x.shape[-1],):
-            raise ValueError(f"layer_norm {name} of shape {value.shape} does not match the "
-                             f"input's last axis (input shape {x.shape})")
-    _check_one_dtype("layer_norm", x, weight, bias)
+        if value.shape != shape:
+            raise ValueError(f"layer_norm {name} of shape {value.shape} does not match "
+                             f"normalized_shape {list(shape)}")
+    _check_one_dtype("layer_norm", input, weight, bias)
+    return shape
 
 
-def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int],
+               weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
-    """Normalize the last axis to zero mean and unit (biased) variance, then scale and shift
-    by ``weight`` and ``bias`` (each of shape ``(C,)`` or None). One fused node."""
-    _check_layer_norm(x, weight, bias, eps)
-    return ops.LayerNorm.apply(x, weight, bias, eps=float(eps))
+    """PyTorch's ``F.layer_norm``: normalize the trailing axes ``normalized_shape`` of
+    ``input`` to zero mean and unit (biased) variance, then scale and shift by ``weight`` and
+    ``bias`` (each of shape ``normalized_shape``, or None). One fused node over the flattened
+    trailing axes."""
+    shape = _check_layer_norm(input, normalized_shape, weight, bias, eps)
+    if len(shape) == 1:
+        return ops.LayerNorm.apply(input, weight, bias, eps=float(eps))
+    width = math.prod(shape)  # several trailing axes: normalize them as one
+    flat = ops.LayerNorm.apply(input.reshape(*input.shape[:-len(shape)], width),
+                               None if weight is None else weight.reshape(width),
+                               None if bias is None else bias.reshape(width), eps=float(eps))
+    return flat.reshape(input.shape)
 
 
-def layer_norm_reference(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None,
+def layer_norm_reference(input: Tensor, normalized_shape: int | Sequence[int],
+                         weight: Tensor | None = None, bias: Tensor | None = None,
                          eps: float = 1e-5) -> Tensor:
     """The primitive chain: mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
-    _check_layer_norm(x, weight, bias, eps)
-    centered = x - x.mean(-1, keepdims=True)
-    variance = (centered * centered).mean(-1, keepdims=True)
+    shape = _check_layer_norm(input, normalized_shape, weight, bias, eps)
+    axes = tuple(range(-len(shape), 0))
+    centered = input - input.mean(axes, keepdims=True)
+    variance = (centered * centered).mean(axes, keepdims=True)
     out = centered / (variance + float(eps)).sqrt()
     if weight is not None:
         out = out * weight

@@ -55,6 +55,7 @@ from tensorlib.nn.init_in_place import (
 
 __all__ = [
     "POLICIES",
+    "PYTORCH_POLICIES",
     "fan_in_and_fan_out",
     "he_normal",
     "fan_in_uniform",
@@ -86,6 +87,13 @@ POLICIES: tuple[str, ...] = (
     "he_uniform",
     "he_normal",
 )
+
+
+# PyTorch's rules for the layers the specification initializes otherwise, by name too:
+# nn.Linear's weight and bias (U(±1/√fan_in), the bias with its weight's fan_in) and
+# nn.Embedding's weight (N(0, 1)). The layers' defaults stay the specification's
+# (docs/departures.md, "Linear and Embedding start as the specification says").
+PYTORCH_POLICIES: tuple[str, ...] = ("fan_in_uniform", "normal")
 
 
 def _as_shape(shape: Size) -> tuple[int, ...]:
@@ -177,13 +185,21 @@ def fan_in_uniform(shape: Size, rng: Rng, fan_in: int | None = None,
 
 
 def initialize(policy: str, shape: Size, rng: Rng | None = None,
-               dtype: DTypeLike = np.float32) -> np.ndarray:
-    """A new array of ``shape`` initialized by the policy named ``policy`` (see POLICIES).
+               dtype: DTypeLike = np.float32, fan_in: int | None = None) -> np.ndarray:
+    """A new array of ``shape`` initialized by the policy named ``policy`` (see POLICIES
+    and PYTORCH_POLICIES).
 
-    ``"zero"`` and ``"one"`` ignore ``rng``; the four random policies require it.
+    ``"zero"`` and ``"one"`` ignore ``rng``; the random policies require it.
+    ``"fan_in_uniform"`` takes ``fan_in`` when given (a bias is drawn with its weight's).
     """
     if not isinstance(policy, str):
-        raise TypeError(f"policy must be a string naming one of {POLICIES}, got {policy!r}")
+        raise TypeError(f"policy must be a string naming one of {POLICIES + PYTORCH_POLICIES}, "
+                        f"got {policy!r}")
+    if policy == "fan_in_uniform":
+        return fan_in_uniform(shape, _check_rng(rng, policy), fan_in, dtype)
+    if policy == "normal":
+        return _check_rng(rng, policy).normal(0.0, 1.0, size=_as_shape(shape),
+                                              dtype=validation.float_dtype(dtype))
     if policy == "zero":
         return zeros(shape, dtype)
     if policy == "one":
@@ -196,4 +212,5 @@ def initialize(policy: str, shape: Size, rng: Rng | None = None,
         return he_uniform(shape, _check_rng(rng, policy), dtype=dtype)
     if policy == "he_normal":
         return he_normal(shape, _check_rng(rng, policy), dtype=dtype)
-    raise ValueError(f"unknown init policy {policy!r}; valid policies are {', '.join(POLICIES)}")
+    raise ValueError(f"unknown init policy {policy!r}; valid policies are "
+                     f"{', '.join(POLICIES + PYTORCH_POLICIES)}")

@@ -21,7 +21,7 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn import functional as F
 from tensorlib.nn.container import ModuleList
-from tensorlib.nn.init import POLICIES, initialize
+from tensorlib.nn.init import POLICIES, PYTORCH_POLICIES, initialize
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter
 
@@ -55,8 +55,9 @@ __all__ = [
 # --------------------------------------------------------------------------------- helpers
 def check_policy(policy: Any, what: str) -> str:
     """Reject an unknown init policy before anything is drawn from the RNG."""
-    if not isinstance(policy, str) or policy not in POLICIES:
-        raise ValueError(f"{what} must be one of {', '.join(POLICIES)}; got {policy!r}")
+    if not isinstance(policy, str) or policy not in POLICIES + PYTORCH_POLICIES:
+        raise ValueError(f"{what} must be one of {', '.join(POLICIES + PYTORCH_POLICIES)}; "
+                         f"got {policy!r}")
     return policy
 
 
@@ -80,7 +81,10 @@ def check_input(x: Any, what: str, width: int, ndim: int | None = None) -> Tenso
 class Linear(Module):
     """y = x Wᵀ + b, with ``weight (out_features, in_features)`` and ``bias (out_features,)``.
 
-    ``weight_init`` and ``bias_init`` name init policies (see ``tensorlib.nn.init``).
+    ``weight_init`` and ``bias_init`` name init policies (see ``tensorlib.nn.init``): by
+    default the specification's, Xavier-uniform weights and zero biases;
+    ``weight_init="fan_in_uniform", bias_init="fan_in_uniform"`` is PyTorch's rule,
+    U(±1/√in_features) for both.
 
     LoRA and NF4 are modules of their own that take a Linear's place in its model
     (:class:`tensorlib.adapters.lora.LoRALinear`, :class:`tensorlib.adapters.nf4.NF4Linear`).
@@ -99,8 +103,8 @@ class Linear(Module):
         self.weight = Parameter(initialize(weight_init, (self.out_features, self.in_features),
                                            generator, dtype))
         if bias:
-            self.bias: Parameter | None = Parameter(initialize(bias_init, (self.out_features,),
-                                                               generator, dtype))
+            self.bias: Parameter | None = Parameter(initialize(
+                bias_init, (self.out_features,), generator, dtype, fan_in=self.in_features))
         else:
             self.bias = None
 
@@ -139,7 +143,8 @@ class Embedding(Module):
     """A lookup table ``weight (vocabulary_size, embedding_width)``: integer ids in, rows out.
 
     Ids may be an integer Tensor, an integer numpy array or a nested list; non-integer ids,
-    ids that require grad and ids outside ``[0, vocabulary_size)`` raise.
+    ids that require grad and ids outside ``[0, vocabulary_size)`` raise. ``weight_init``
+    is the specification's Xavier-uniform by default; ``"normal"`` is PyTorch's N(0, 1).
     """
 
     def __init__(self, vocabulary_size: int, embedding_width: int,

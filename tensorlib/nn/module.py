@@ -26,10 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.engine.backend import copy_to_backend, device_of, to_numpy
-from tensorlib.engine.devices import backend_for, to_arguments
+from tensorlib.engine.backend import to_numpy
 from tensorlib.engine.tensor import Tensor
-from tensorlib.engine.validation import is_floating
+from tensorlib.nn import conversion
 from tensorlib.nn.hooks import RemovableHandle
 from tensorlib.nn.parameter import Parameter
 from tensorlib.nn.state_dict import IncompatibleKeys, load_by_name
@@ -411,13 +410,16 @@ class Module:
         """``train(False)``; returns self."""
         return self.train(False)
 
-    def zero_grad(self) -> None:
-        """Forget every parameter's gradient (sets ``.grad`` to None), those of the extra
-        parameters too (see ``_extra_parameters``)."""
-        for parameter in self.parameters():
-            parameter.grad = None
-        for _, parameter in self._named_members(_extra_members):
-            parameter.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient (``.grad`` becomes None, PyTorch's default),
+        those of the extra parameters too (see ``_extra_parameters``); with
+        ``set_to_none=False`` the gradients that exist are filled with zeros in place."""
+        for parameter in [*self.parameters(), *(p for _, p in self._named_members(
+                _extra_members))]:
+            if set_to_none:
+                parameter.grad = None
+            elif parameter.grad is not None:
+                parameter.grad.zero_()
 
     def _extra_parameters(self) -> Iterable[tuple[str, Parameter]]:
         """The parameters this module holds outside the ``parameters()`` schema, by name
@@ -449,30 +451,7 @@ class Module:
         it is a function, ``convert_grads(grad, data)`` with the tensor's data before the
         change, None to drop the gradient). If
         ``fn`` raises or returns a bad array, nothing changes."""
-        staged: list[tuple[Tensor, Any, Any]] = []
-        for name, tensor in self._named_members(_own_tensors, remove_duplicate=True,
-                                                children_first=True):
-            array = fn(tensor.numpy())
-            if array is tensor.numpy():
-                continue
-            if not (hasattr(array, "shape") and hasattr(array, "dtype")) \
-                    or tuple(array.shape) != tensor.shape:
-                raise ValueError(f"_apply: fn turned '{name}' of shape {tensor.shape} into "
-                                 f"{type(array).__name__} of shape "
-                                 f"{getattr(array, 'shape', None)}; it must keep the shape")
-            if isinstance(tensor, Parameter) and not is_floating(array.dtype):
-                raise ValueError(f"_apply: fn turned parameter '{name}' into dtype "
-                                 f"{array.dtype}; a Parameter must be floating point")
-            grad = None
-            if tensor.grad is not None and convert_grads is not False:
-                grad = fn(tensor.grad.numpy()) if convert_grads is True \
-                    else convert_grads(tensor.grad.numpy(), tensor.numpy())
-            staged.append((tensor, array, grad))
-        for tensor, array, grad in staged:  # plain assignments, which cannot fail
-            tensor._data = array
-            tensor._bump_version()
-            tensor.grad = grad
-        return self
+        return conversion.convert_in_place(self, fn, convert_grads)
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move every parameter and buffer of the whole tree to a device, or cast them to a
@@ -498,23 +477,7 @@ class Module:
         Move a model before building a graph or an optimizer: graphs recorded before the move
         see new versions and refuse to run backward, and optimizer state stays behind.
         """
-        target, dtype, _, _ = to_arguments(args, kwargs, Tensor, "Module.to", takes_copy=False)
-        if dtype is not None and not is_floating(dtype):
-            raise TypeError(f"Module.to only casts to a floating dtype, got {dtype}: integer "
-                            f"buffers keep their dtype, and parameters must stay floating")
-        cast = (lambda array: array) if dtype is None else _floating_to(dtype)
-        if target is None:
-            return self if dtype is None else self._apply(cast)
-        backend = backend_for(target, "Module.to device")  # before any work
-
-        def move(array: Any) -> Any:
-            return cast(array if device_of(array) == backend.name
-                        else copy_to_backend(backend, array))
-
-        def convert_grad(grad: Any, data: Any) -> Any:  # dropped where the tensor moves
-            return cast(grad) if device_of(data) == backend.name else None
-
-        return self._apply(move, convert_grads=convert_grad)
+        return conversion.move_or_cast(self, args, kwargs)
 
     def cpu(self) -> Module:
         """``to('cpu')``: every parameter and buffer on the CPU; returns self."""
@@ -532,12 +495,12 @@ class Module:
     def float(self) -> Module:
         """Cast every floating parameter and buffer (and gradient) to float32, in place
         (``_apply``); integer buffers keep their dtype. Returns self."""
-        return self._apply(_floating_to(np.dtype(np.float32)))
+        return self._apply(conversion.floating_to(np.dtype(np.float32)))
 
     def double(self) -> Module:
         """Cast every floating parameter and buffer (and gradient) to float64, in place
         (``_apply``); integer buffers keep their dtype. Returns self."""
-        return self._apply(_floating_to(np.dtype(np.float64)))
+        return self._apply(conversion.floating_to(np.dtype(np.float64)))
 
     # ------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, np.ndarray]:
@@ -625,24 +588,9 @@ def _own_state(module: Module) -> Iterator[tuple[str, Tensor]]:
             yield name, buffer
 
 
-def _own_tensors(module: Module) -> Iterator[tuple[str, Tensor]]:
-    """A module's own parameters, all its buffers, then its extra parameters: what
-    ``_apply`` converts."""
-    yield from module._parameters.items()
-    yield from module._buffers.items()
-    yield from _extra_members(module)
-
-
 def _extra_members(module: Module) -> Iterator[tuple[str, Parameter]]:
     """A module's extra parameters (``Module._extra_parameters``)."""
     yield from module._extra_parameters()
-
-
-def _floating_to(dtype: np.dtype) -> Callable[[Any], Any]:
-    """An ``_apply`` function: a floating array as ``dtype``, any other array as it is."""
-    def cast(array: Any) -> Any:
-        return array.astype(dtype) if is_floating(array.dtype) and array.dtype != dtype else array
-    return cast
 
 
 def _as_buffer(value: Any, name: str) -> Tensor:

@@ -589,8 +589,8 @@ def test_to_moves_buffers_with_the_parameters(monkeypatch):
         moved.append(array.shape)
         return original(target, array)
 
-    monkeypatch.setattr("tensorlib.nn.module.copy_to_backend", recording_copy)
-    monkeypatch.setattr("tensorlib.nn.module.device_of", lambda array: "elsewhere")
+    monkeypatch.setattr("tensorlib.nn.conversion.copy_to_backend", recording_copy)
+    monkeypatch.setattr("tensorlib.nn.conversion.device_of", lambda array: "elsewhere")
     steps = model.steps
     model.to("cpu")
     assert sorted(moved) == sorted([(2,), (2,), (1,), (2, 2)])  # parameters and buffers

@@ -106,6 +106,7 @@ from tensorlib.engine.function_forms import (
     squeeze,
     std,
     sum,
+    t,
     tanh,
     topk,
     transpose,
@@ -236,6 +237,6 @@ __all__ = [
     "ones_like", "optim", "permute", "pow", "rand", "rand_like", "randint", "randn", "randn_like",
     "randperm", "reference_mode", "relu", "reshape", "save", "set_float32_matmul_precision",
     "set_reference_mode", "short", "sigmoid", "sign", "softmax", "split", "sqrt", "squeeze",
-    "stack", "std", "sum", "tanh", "tensor", "topk", "transpose", "tril", "triu", "uint8",
+    "stack", "std", "sum", "t", "tanh", "tensor", "topk", "transpose", "tril", "triu", "uint8",
     "unbind", "unbroadcast", "unsqueeze", "var", "where", "zeros", "zeros_like"
 ]

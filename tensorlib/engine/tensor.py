@@ -486,6 +486,7 @@ class Tensor:
     view = shape_methods.view
     flatten = shape_methods.flatten
     permute = shape_methods.permute
+    t = shape_methods.t
     transpose = shape_methods.transpose
     T = property(shape_methods.T)
     expand = shape_methods.expand

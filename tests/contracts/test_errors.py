@@ -251,8 +251,8 @@ def test_masked_fill_non_bool_mask_raises_type_error(mask):
 def test_masked_fill_mask_shapes():
     with pytest.raises(ValueError, match=re.escape("(4,)") + ".*" + re.escape("(2, 3)")):
         _x(2, 3).masked_fill(np.ones(4, dtype=bool), 0.0)
-    with pytest.raises(ValueError, match=r"enlarge"):
-        _x(2, 3).masked_fill(np.ones((5, 2, 3), dtype=bool), 0.0)
+    # a mask with more axes enlarges the result, as in PyTorch (it broadcasts either way)
+    assert _x(2, 3).masked_fill(np.ones((5, 2, 3), dtype=bool), 0.0).shape == (5, 2, 3)
 
 
 def test_where_condition_must_be_boolean_and_broadcast():

@@ -151,3 +151,26 @@ def test_view_strides_by_hand():
     assert view_strides((3, 2, 4), (4, 12, 1), (3, 2, 2, 2)) == (4, 12, 2, 1)
     assert view_strides((0, 3), (3, 1), (3, 0)) == (1, 1)
     assert view_strides((), (), (1, 1)) == (1, 1)
+
+
+# ----------------------------------------------- masked_fill broadcasts either way; t()
+def test_masked_fill_takes_a_mask_that_enlarges_the_result_as_pytorch():
+    x = tl.tensor(np.random.default_rng(0).normal(size=(4, 4)), requires_grad=True)
+    mask = np.random.default_rng(1).random((2, 1, 4, 4)) < 0.5
+    out = x.masked_fill(tl.tensor(mask), 0.5)
+    assert out.shape == (2, 1, 4, 4)
+    np.testing.assert_array_equal(out.numpy(), np.where(mask, 0.5, x.numpy()))
+    out.sum().backward()  # each entry of x counts once per copy that kept it
+    np.testing.assert_array_equal(x.grad.numpy(), (~mask).sum(axis=(0, 1)))
+    assert gradcheck(lambda t: t.masked_fill(tl.tensor(mask), 0.5), x)
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not broadcast"):
+        x.masked_fill(tl.tensor(np.ones((3, 4), dtype=bool)), 0.0)
+
+
+def test_t_transposes_a_matrix_and_leaves_vectors():
+    x = tl.tensor(np.arange(6.0).reshape(2, 3))
+    assert x.t().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]] and tl.t(x).shape == (3, 2)
+    vector = tl.ones(3)
+    assert vector.t() is vector
+    with pytest.raises(ValueError, match="at most 2 dims"):
+        tl.ones(2, 2, 2).t()

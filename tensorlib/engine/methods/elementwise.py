@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tensorlib.engine import ops, validation
 from tensorlib.engine.methods.operands import bool_mask, floating, number
 from tensorlib.engine.methods.spellings import declare
@@ -112,10 +114,14 @@ def _floating_input(input: Tensor, what: str) -> Tensor:
 
 def masked_fill(self: Tensor, mask: Any, value: float) -> Tensor:
     """Replace the entries where ``mask`` is True with ``value`` (a number, or a
-    one-element tensor)."""
+    one-element tensor). ``mask`` broadcasts with the tensor either way, as in PyTorch: a
+    mask with more or longer axes gives a result of the broadcast shape (the tensor
+    expanded first, so its gradient sums over the copies)."""
     value = number(value, "masked_fill value")
-    return ops.MaskedFill.apply(self, mask=bool_mask(mask, self.shape, "masked_fill"),
-                                value=value)
+    array = bool_mask(mask, self.shape, "masked_fill")
+    shape = np.broadcast_shapes(array.shape, self.shape)
+    source = self if shape == self.shape else self.expand(*shape)
+    return ops.MaskedFill.apply(source, mask=array, value=value)
 
 
 # Where each function above is spelled (tensorlib.engine.methods.spellings)

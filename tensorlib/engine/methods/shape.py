@@ -108,6 +108,14 @@ def permute(self: Tensor, *axes: Any) -> Tensor:
     return ops.Permute.apply(self, axes=tuple(_axis(a, self.ndim) for a in order))
 
 
+def t(self: Tensor) -> Tensor:
+    """PyTorch's ``t()``: a 2-D tensor transposed; a 0-D or 1-D tensor as it is."""
+    if self.ndim > 2:
+        raise ValueError(f"t() expects a tensor with at most 2 dims, got shape {self.shape}; "
+                         "use transpose(dim0, dim1) or permute")
+    return self if self.ndim < 2 else transpose(self, 0, 1)
+
+
 def transpose(self: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     """Swap two dims (the last two by default, as for ``k.transpose()`` in attention)."""
     if self.ndim < 2:
@@ -273,6 +281,6 @@ def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 
 
 
 # Where each function above is spelled (tensorlib.engine.methods.spellings)
-declare(reshape, flatten, permute, transpose, squeeze, unsqueeze, unbind, gather, clone, split,
-        tril, triu)
+declare(reshape, flatten, permute, t, transpose, squeeze, unsqueeze, unbind, gather, clone,
+        split, tril, triu)
 declare(view, expand, contiguous, repeat, function=False)

@@ -331,7 +331,7 @@ class Dropout(Module):
         self.rng = rng
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.rng, training=self.training)
+        return F.dropout(x, self.p, training=self.training, rng=self.rng)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -205,7 +205,7 @@ def test_dropout_rejects_non_float_input_without_drawing(p, dtype, bad_p):
     rejected(lambda: layer(tl.Tensor(values)), TypeError, [np.dtype(dtype).name], rng, layer)
     rejected(lambda: layer(values), TypeError, ["Tensor", "ndarray"], rng, layer)
     rejected(lambda: Dropout(bad_p, rng=rng), ValueError, [repr(bad_p)], rng)
-    rejected(lambda: F.dropout(floats((2, 2)), bad_p, rng), ValueError, [repr(bad_p)], rng)
+    rejected(lambda: F.dropout(floats((2, 2)), bad_p, rng=rng), ValueError, [repr(bad_p)], rng)
 
 
 def attention_layer(kind: str) -> tuple[Module, Rng]:

@@ -513,16 +513,22 @@ def test_embedding_rejects_bad_ids(ids, error, message):
 # --------------------------------------------------------------------------------- dropout
 def test_functional_dropout_agrees_with_primitive_twin_given_the_same_draws():
     x = random64(4, 6)
-    assert_twins_agree(lambda t: F.dropout(t, 0.3, Rng(5)),
-                       lambda t: F.dropout_reference(t, 0.3, Rng(5)), x)
-    assert gradcheck(lambda t: F.dropout(t, 0.3, Rng(5)), x)
+    assert_twins_agree(lambda t: F.dropout(t, 0.3, rng=Rng(5)),
+                       lambda t: F.dropout_reference(t, 0.3, rng=Rng(5)), x)
+    assert gradcheck(lambda t: F.dropout(t, 0.3, rng=Rng(5)), x)
 
 
 def test_functional_dropout_identity_cases_draw_nothing():
     x = tl.ones(3, 3)
     rng = Rng(9)
-    assert F.dropout(x, 0.5, rng, training=False) is x
-    assert F.dropout(x, 0.0, rng) is x
+    assert F.dropout(x, 0.5, training=False, rng=rng) is x
+    assert F.dropout(x, 0.5, False, rng=rng) is x  # PyTorch's positional order
+    assert F.dropout(x, 0.0, rng=rng) is x
+    assert F.dropout.__defaults__ == (0.5, True, False)  # PyTorch's p, training, inplace
+    with pytest.raises(ValueError, match="inplace=True is not supported"):
+        F.dropout(x, 0.5, True, True)
+    with pytest.raises(TypeError, match="dropout training"):
+        F.dropout(x, 0.5, Rng(1))  # the generator is a keyword: rng=
     assert rng.state == 9
 
 

@@ -20,26 +20,37 @@ def _dropout_multiplier(x: Tensor, p: float, rng: Rng) -> Array:
     return xp.asarray(np.where(dropped, x.dtype.type(0), keep_scale))
 
 
-def dropout(x: Tensor, p: float, rng: Rng | None = None, training: bool = True) -> Tensor:
-    """Inverted dropout: zero each element with probability ``p``, scale the rest by 1/(1-p).
+def _dropout_arguments(input: Tensor, p: float, training: bool, inplace: bool,
+                       rng: Rng | None) -> tuple[float, bool, Rng]:
+    """The checked ``p``, ``training`` and generator of a dropout call."""
+    p = validation.probability(p, "dropout probability")
+    _check_floating(input, "dropout input")
+    training = validation.boolean(training, "dropout training")
+    if validation.boolean(inplace, "dropout inplace"):
+        raise ValueError("dropout with inplace=True is not supported: it returns a new tensor "
+                         "(write x = F.dropout(x, p))")
+    return p, training, resolve_rng(rng)
 
-    Returns ``x`` itself, drawing nothing from the RNG, when ``training`` is False or p == 0.
-    The mask is ``rng.uniform(0, 1, x.shape) < p`` (the default RNG when ``rng`` is None).
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            rng: Rng | None = None) -> Tensor:
+    """PyTorch's ``F.dropout``: inverted dropout, zero each element with probability ``p``
+    and scale the rest by 1/(1-p).
+
+    Returns ``input`` itself, drawing nothing, when ``training`` is False or p == 0. The
+    mask is ``rng.uniform(0, 1, input.shape) < p``, from tensorlib's generator when ``rng``
+    is None. ``inplace=True`` is refused (ValueError).
     """
-    p = validation.probability(p, "dropout probability")
-    _check_floating(x, "dropout input")
-    generator = resolve_rng(rng)
+    p, training, generator = _dropout_arguments(input, p, training, inplace, rng)
     if not training or p == 0.0:
-        return x
-    return ops.Dropout.apply(x, multiplier=_dropout_multiplier(x, p, generator))
+        return input
+    return ops.Dropout.apply(input, multiplier=_dropout_multiplier(input, p, generator))
 
 
-def dropout_reference(x: Tensor, p: float, rng: Rng | None = None,
-                      training: bool = True) -> Tensor:
-    """The primitive twin of ``dropout`` (same draws): x * Tensor(multiplier)."""
-    p = validation.probability(p, "dropout probability")
-    _check_floating(x, "dropout input")
-    generator = resolve_rng(rng)
+def dropout_reference(input: Tensor, p: float = 0.5, training: bool = True,
+                      inplace: bool = False, *, rng: Rng | None = None) -> Tensor:
+    """The primitive twin of ``dropout`` (same draws): input * Tensor(multiplier)."""
+    p, training, generator = _dropout_arguments(input, p, training, inplace, rng)
     if not training or p == 0.0:
-        return x
-    return x * Tensor(_dropout_multiplier(x, p, generator))
+        return input
+    return input * Tensor(_dropout_multiplier(input, p, generator))

@@ -89,11 +89,12 @@ test-portable: setup
 test-checks: setup
 	$(TEST_THREADS) $(BIN)/python -m pytest -n auto --dist load -m rerun tests/course/test_exercises.py tests/course/test_learner_traps.py -q
 
-# The comparisons with PyTorch, which skip (tests) or say they skip (notebook cells) without it:
-# installs the optional torch extra (the pinned versions kept), then runs every unit test (but
-# the browser test, which reads only the stored notebooks) and the notebooks that import torch.
+# The comparisons with PyTorch and Hugging Face's tokenizers, which skip (tests) or say they skip
+# (notebook cells) without them: installs the optional torch and tokenizers extras (the pinned
+# versions kept), then runs every unit test (but the browser test, which reads only the stored
+# notebooks) and the notebooks that import torch.
 test-torch: setup
-	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch]"
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch,tokenizers]"
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book and not browser" tests -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 

@@ -1,5 +1,5 @@
-"""Data for tensorlib: census name lists, a character tokenizer, batching, toy 2-D sets, and
-handwritten digits (8×8 images)."""
+"""Data for tensorlib: census name lists, a character tokenizer and byte-level BPE, batching,
+toy 2-D sets, and handwritten digits (8×8 images)."""
 
 from tensorlib.data.batching import (
     batches,
@@ -7,6 +7,7 @@ from tensorlib.data.batching import (
     random_windows,
     train_validation_test_split,
 )
+from tensorlib.data.bpe import BPETokenizer
 from tensorlib.data.census import NAME_KINDS, names
 from tensorlib.data.digits import digits, shift_images
 from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
@@ -20,6 +21,7 @@ from tensorlib.data.tokenizer import (
 
 __all__ = [
     "NAME_KINDS",
+    "BPETokenizer",
     "CharTokenizer",
     "batches",
     "context_target_pairs",

@@ -166,7 +166,7 @@ class BPETokenizer:
             yield text, False
             return
         position = 0
-        for match in self._special_split.finditer(text):  # type: ignore[union-attr]
+        for match in self._special_split.finditer(text):
             if match.group() not in allowed:
                 continue
             if match.start() > position:

@@ -10,6 +10,7 @@ from tensorlib.data.batching import (
 from tensorlib.data.bpe import BPETokenizer
 from tensorlib.data.census import NAME_KINDS, names
 from tensorlib.data.digits import digits, shift_images
+from tensorlib.data.prose import workbook_prose
 from tensorlib.data.synthetic import make_blobs, make_circles, make_moons, make_spirals
 from tensorlib.data.tokenizer import (
     CharTokenizer,
@@ -38,4 +39,5 @@ __all__ = [
     "stream_windows",
     "token_stream",
     "train_validation_test_split",
+    "workbook_prose",
 ]

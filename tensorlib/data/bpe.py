@@ -235,8 +235,10 @@ class BPETokenizer:
 # ------------------------------------------------------------------------------- training
 def learn_merges(chunks: Counter[bytes], count: int) -> list[tuple[bytes, bytes]]:
     """``count`` merges (fewer when no pair is left) from ``chunks``, each distinct chunk's
-    bytes with the number of times it occurs: the naive loop's merges, with each merge
-    updating only the words that hold the merged pair."""
+    bytes with the number of times it occurs: the naive loop's merges. Each merge rewrites
+    only the words that hold the merged pair (``where`` lists them; a word that lost the
+    pair since is skipped) and pushes the pairs whose counts changed onto the heap; an entry
+    whose count is no longer the pair's is skipped when it comes up."""
     words = [list(chunk) for chunk in chunks]  # token ids; the bytes are ids 0-255
     frequency = list(chunks.values())
     tokens: list[bytes] = [bytes([b]) for b in range(256)]
@@ -256,27 +258,28 @@ def learn_merges(chunks: Counter[bytes], count: int) -> list[tuple[bytes, bytes]
         new = len(tokens)
         tokens.append(best.left + best.right)
         merges.append((best.left, best.right))
-        changed: set[tuple[int, int]] = set()
-        for w in list(where.pop(best.pair)):
+        delta: defaultdict[tuple[int, int], int] = defaultdict(int)
+        for w in where.pop(best.pair, ()):
             old = words[w]
             merged = _replace_pair(old, best.pair, new)
+            if len(merged) == len(old):
+                continue  # the pair left this word with an earlier merge
             for pair in pairwise(old):
-                counts[pair] -= frequency[w]
-                changed.add(pair)
-                where[pair].discard(w)
+                delta[pair] -= frequency[w]
             for pair in pairwise(merged):
-                counts[pair] += frequency[w]
-                changed.add(pair)
-                where[pair].add(w)
+                delta[pair] += frequency[w]
+                if new in pair:  # every pair a merge creates holds the new token
+                    where[pair].add(w)
             words[w] = merged
-        counts.pop(best.pair, None)
-        for pair in changed:
-            n = counts.get(pair, 0)
-            if n > 0 and pair != best.pair:
-                heapq.heappush(heap, _Candidate(n, tokens[pair[0]], tokens[pair[1]], pair))
-            elif n <= 0:
-                counts.pop(pair, None)
-                where.pop(pair, None)
+        for pair, change in delta.items():
+            if change == 0:
+                continue
+            counts[pair] += change
+            if counts[pair] > 0:
+                heapq.heappush(heap, _Candidate(counts[pair], tokens[pair[0]],
+                                                tokens[pair[1]], pair))
+            else:
+                del counts[pair]
     return merges
 
 

@@ -192,3 +192,13 @@ def test_gpt2s_files_encode_as_hugging_faces_tokenizer():
     reference.decoder = tokenizers.decoders.ByteLevel()
     for text in HOSTILE[:12]:
         assert tokenizer.encode(text, allowed_special="none") == reference.encode(text).ids, text
+
+
+# ------------------------------------------------------------------------ the shipped corpus
+def test_the_workbook_prose_is_the_frozen_file():
+    from tensorlib.data import workbook_prose
+
+    text = workbook_prose()
+    assert len(text.encode("utf-8")) == 616_690 and text.startswith("# 00 · Welcome")
+    tokenizer = BPETokenizer.train(text[:50_000], 300)
+    assert tokenizer.decode(tokenizer.encode(text[:5000])) == text[:5000]

@@ -161,14 +161,15 @@ _LAZY_NAMES = {"load": "saving", "save": "saving"}
 FORMER_PATHS = {
     "autograd": "engine.autograd", "backend": "engine.backend",
     "baselines": "models.bigram_counts", "checkpoint": "saving.checkpoint",
-    "checks": "course.checks", "exercises": "course.exercises", "files": "saving.files",
+    "checks": "course.checks", "exercises": "course.exercises", "files": "engine.files",
     "functions": "engine.function_forms", "gradcheck": "engine.gradcheck",
     "interchange": "saving.safetensors", "kernels": "engine.kernels",
     "ladder": "training.ladder", "memory": "engine.memory", "metrics": "training.metrics",
     "names_run": "command_line.names_gpt", "nn.lora": "adapters.lora", "nn.programmed":
     "models.programmed", "nn.quant": "adapters.nf4", "nn.surgery": "adapters.layer_replacement",
     "nn.transformer": "models.decoder", "nn.wavenet": "models.wavenet", "ops": "engine.ops",
-    "random": "engine.random", "rng": "engine.splitmix64", "signals": "training.layer_statistics",
+    "random": "engine.random", "rng": "engine.splitmix64", "saving.files": "engine.files",
+    "signals": "training.layer_statistics",
     "tensor": "engine.tensor", "train": "training.loop", "validation": "engine.validation",
     "workbook": "course.worked_pieces",
 }

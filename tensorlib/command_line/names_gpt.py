@@ -41,12 +41,12 @@ from tensorlib.data import (
 )
 from tensorlib.engine import validation
 from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.files import write_text_atomic
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.models.bigram_counts import BigramModel
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.optim import AdamW, WarmupCosineSchedule
 from tensorlib.saving import checkpoint
-from tensorlib.saving.files import write_text_atomic
 from tensorlib.training.loop import History, mean_loss, train
 
 __all__ = [

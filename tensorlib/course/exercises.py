@@ -78,9 +78,9 @@ from tensorlib.course.checks.differences import (
     named_mistake,
     shown,
 )
+from tensorlib.engine.files import write_text_atomic
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.module import Module
-from tensorlib.saving.files import write_text_atomic
 
 __all__ = ["Checker", "record_progress", "read_progress", "PROGRESS_FOLDER"]
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import regex
 
+from tensorlib.engine.files import write_atomic
+
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "BPETokenizer"]
 
 # The pre-split patterns of GPT-2 and of GPT-4's cl100k_base (public in both projects' code).
@@ -36,6 +38,7 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 GPT4_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
                 r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""")
 PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
+FORMAT = "tensorlib-bpe"  # the marker of a file BPETokenizer.save wrote
 LOOKAHEAD = 4  # a chunk's end can depend on this many characters after it (``'ll``)
 
 
@@ -215,6 +218,43 @@ class BPETokenizer:
         return settled
 
     # ------------------------------------------------------------------------------- files
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer to ``path`` as one readable JSON file (whole or not at all):
+        its pattern, its special tokens and its merges, each merge written as GPT-2's
+        merges.txt writes it (bytes as printable characters, ``Ġ`` for a space). The
+        vocabulary follows from the merges, so the tokenizer must have the ids :meth:`train`
+        gives (ValueError otherwise: keep GPT-2's own files as they are)."""
+        in_order = all(i == b for b, i in enumerate(self._byte_ids)) and all(
+            merged == 256 + rank for rank, merged in self._ranks.values())
+        if not in_order:
+            raise ValueError("save writes tokenizers whose ids are the 256 bytes, then the "
+                             "merges in order (as train and load make them)")
+        document = {"format": FORMAT, "version": 1, "pattern": self.pattern,
+                    "special_tokens": self.special_tokens,
+                    "merges": [f"{_printable(a)} {_printable(b)}" for a, b in self.merges]}
+        write_atomic(path, [json.dumps(document, ensure_ascii=False, indent=1).encode()])
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> BPETokenizer:
+        """The tokenizer :meth:`save` wrote to ``path``; ValueError naming what is wrong."""
+        with open(path, encoding="utf-8") as handle:
+            try:
+                document = json.load(handle)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{os.fspath(path)} is not a saved BPETokenizer: {error}") \
+                    from None
+        if not isinstance(document, dict) or document.get("format") != FORMAT \
+                or document.get("version") != 1:
+            raise ValueError(f"{os.fspath(path)} is not a saved BPETokenizer (version 1 of "
+                             f"the format {FORMAT!r})")
+        merges = [_merge_line(line, number, path)
+                  for number, line in enumerate(document.get("merges", []))]
+        vocab = {b: bytes([b]) for b in range(256)}
+        for rank, (left, right) in enumerate(merges):
+            vocab[256 + rank] = left + right
+        return cls(vocab, merges, document.get("special_tokens") or {},
+                   document.get("pattern"))
+
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike, merges_txt: str | os.PathLike,
                    special_tokens: Collection[str] | None = None) -> BPETokenizer:

@@ -1,7 +1,9 @@
 """The engine: tensors and the graph that differentiates them.
 
 Bottom to top: the array backend and argument checks (``backend``, ``typing``,
-``validation``), the splitmix64 generator (``splitmix64``), reverse-mode autograd
+``validation``), the one writer of files, whole or not at all (``files``, used by every
+folder that writes: saving, the tokenizer, the command line, the exercises' progress), the
+splitmix64 generator (``splitmix64``), reverse-mode autograd
 (``autograd``), every differentiable op as one ``Function`` with its forward and backward
 side by side (``ops``), each op's public function written once (``methods``), the
 :class:`~tensorlib.engine.tensor.Tensor` whose methods they are (``tensor``, which reads its

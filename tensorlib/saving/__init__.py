@@ -1,4 +1,5 @@
-"""Saving and loading: the one writer of files (``files``), TLCKPT checkpoints of a model,
+"""Saving and loading (every file written through the one writer, ``tensorlib.engine.files``):
+TLCKPT checkpoints of a model,
 its AdamW and its generator (``checkpoint``, notebook 16, which reads files with
 ``checkpoint_reader``; the format is
 docs/checkpoint_format.md), safetensors files (``safetensors``), the format PyTorch,

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.engine.files import write_atomic
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.layers import BatchNorm1d, BatchNorm2d
@@ -43,7 +44,6 @@ from tensorlib.nn.module import Module, check_module
 from tensorlib.nn.parameter import Parameter
 from tensorlib.nn.state_dict import StateDictError, copy_staged, stage_by_name
 from tensorlib.optim.adamw import AdamW
-from tensorlib.saving.files import write_atomic
 
 __all__ = [
     "FLAG_ADAMW",

@@ -25,9 +25,9 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 
 from tensorlib.engine.backend import is_backend_array, to_numpy
+from tensorlib.engine.files import write_atomic
 from tensorlib.engine.tensor import Tensor
 from tensorlib.saving.checkpoint_reader import LEGACY_MAGIC, MAGIC, CheckpointError
-from tensorlib.saving.files import write_atomic
 from tensorlib.saving.safetensors import (
     parse_safetensors,
     safetensors_bytes,

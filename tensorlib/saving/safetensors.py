@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 from safetensors import numpy as safetensors_numpy
 
+from tensorlib.engine.files import write_atomic
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn.module import Module, check_module
 from tensorlib.nn.state_dict import IncompatibleKeys, StateDictError
 from tensorlib.saving.checkpoint import CheckpointError
-from tensorlib.saving.files import write_atomic
 
 __all__ = ["load_safetensors", "parse_safetensors", "read_safetensors", "safetensors_bytes",
            "safetensors_metadata", "save_safetensors", "strict_json"]

@@ -45,6 +45,7 @@ import numpy as np
 
 from tensorlib.data import CharTokenizer, names, random_batch, train_validation_test_split
 from tensorlib.engine.autograd import no_grad
+from tensorlib.engine.files import write_text_atomic
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.models.bigram_counts import BigramModel
@@ -56,7 +57,6 @@ from tensorlib.nn.layers import Embedding, LayerNorm, Linear, PositionalEmbeddin
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
 from tensorlib.optim import AdamW, WarmupCosineSchedule
-from tensorlib.saving.files import write_text_atomic
 from tensorlib.training.loop import train
 
 __all__ = [

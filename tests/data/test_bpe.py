@@ -202,3 +202,35 @@ def test_the_workbook_prose_is_the_frozen_file():
     assert len(text.encode("utf-8")) == 616_690 and text.startswith("# 00 · Welcome")
     tokenizer = BPETokenizer.train(text[:50_000], 300)
     assert tokenizer.decode(tokenizer.encode(text[:5000])) == text[:5000]
+
+
+# ------------------------------------------------------------------------------ save, load
+def test_save_and_load_give_the_same_tokenizer(tokenizers, tmp_path):
+    for number, tokenizer in enumerate(tokenizers):
+        path = tmp_path / f"tokenizer{number}.json"
+        tokenizer.save(path)
+        loaded = BPETokenizer.load(path)
+        assert loaded.merges == tokenizer.merges and loaded.vocab == tokenizer.vocab
+        assert loaded.special_tokens == tokenizer.special_tokens
+        assert loaded.pattern == tokenizer.pattern
+        for text in HOSTILE:
+            assert loaded.encode(text) == tokenizer.encode(text)
+    assert '"Ġ' in (tmp_path / "tokenizer0.json").read_text()  # a space as merges.txt shows it
+
+
+def test_a_file_that_is_not_a_saved_tokenizer_is_named(tmp_path):
+    path = tmp_path / "bad.json"
+    for text, match in [("{", "not a saved BPETokenizer: Expecting"),
+                        ('{"format": "other"}', "not a saved BPETokenizer"),
+                        ('{"format": "tensorlib-bpe", "version": 1, "merges": ["a"]}',
+                         "merge 0 is 'a'")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            BPETokenizer.load(path)
+
+
+def test_gpt2s_tokenizer_is_not_saved_in_the_trained_layout(tmp_path):
+    tokenizer = gpt2_or_skip()
+    with pytest.raises(ValueError, match="the 256 bytes, then the merges"):
+        tokenizer.save(tmp_path / "gpt2.json")
+    assert not (tmp_path / "gpt2.json").exists()

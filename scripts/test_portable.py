@@ -22,6 +22,10 @@ sets the kernel: it tests the machine's own setting.
 
 ``--after-make-test`` (CI, whose first stage is ``make test``) leaves out the one run that
 stage made already: the learner's copies on the kernel this environment picks, at one thread.
+
+A run in which a Jupyter kernel died before it started (jupyter_client's "Kernel died before
+replying to kernel_info": no cell had run) is run once more, and says so; a notebook that
+fails fails both times.
 """
 
 from __future__ import annotations
@@ -83,6 +87,22 @@ def blas_in_use(environment: dict[str, str]) -> tuple[str, int]:
     return str(architecture), int(threads)
 
 
+KERNEL_DIED = "Kernel died before replying to kernel_info"
+
+
+def run_streaming(command: list[str], environment: dict[str, str]) -> tuple[int, bool]:
+    """Run ``command``, printing its output as it comes; its exit code, and whether a
+    kernel failed to start (which no notebook causes: it dies before running a cell)."""
+    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, bufsize=1)
+    kernel_died = False
+    assert process.stdout is not None
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        kernel_died = kernel_died or KERNEL_DIED in line
+    return process.wait(), kernel_died
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels", help="comma-separated OPENBLAS_CORETYPE names, or "
@@ -124,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "pytest", "-n", str(workers), "--dist", "loadfile",
                        "--no-loadscope-reorder", "--nbval", "--nbval-current-env", "-q", *paths]
             start = time.perf_counter()
-            code = subprocess.run(command, cwd=ROOT, env=environment).returncode
+            code, kernel_died = run_streaming(command, environment)
+            if code != 0 and kernel_died:  # the machine's fault, not a notebook's: once more
+                print(f"== a Jupyter kernel died before it started ({KERNEL_DIED}); this "
+                      "run once more, from the start", flush=True)
+                code, _ = run_streaming(command, environment)
             results.append((architecture, blas_threads, code, time.perf_counter() - start))
 
     print("\n== portability summary")

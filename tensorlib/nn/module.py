@@ -30,7 +30,7 @@ from tensorlib.engine.backend import to_numpy
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import conversion
 from tensorlib.nn.hooks import RemovableHandle
-from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.parameter import Parameter, as_buffer
 from tensorlib.nn.state_dict import IncompatibleKeys, load_by_name
 
 
@@ -120,7 +120,7 @@ class Module:
         Tensor that does not require grad; the module holds it as a Tensor, which is not in
         ``parameters()``."""
         self._check_name(name, "buffer")
-        self._buffers[name] = _as_buffer(value, name)
+        self._buffers[name] = as_buffer(value, name)
         if not persistent:
             self._non_persistent_buffers.add(name)
 
@@ -204,7 +204,7 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self.__dict__.get("_buffers", {}) and not isinstance(value, Parameter):
-            self._buffers[name] = _as_buffer(value, name)  # a buffer is replaced, as in PyTorch
+            self._buffers[name] = as_buffer(value, name)  # a buffer is replaced, as in PyTorch
         elif isinstance(value, Parameter):
             if name in self.__dict__.get("_parameters", {}):
                 self._replace_parameter(name, value)  # as in PyTorch (weight tying)
@@ -591,20 +591,3 @@ def _own_state(module: Module) -> Iterator[tuple[str, Tensor]]:
 def _extra_members(module: Module) -> Iterator[tuple[str, Parameter]]:
     """A module's extra parameters (``Module._extra_parameters``)."""
     yield from module._extra_parameters()
-
-
-def _as_buffer(value: Any, name: str) -> Tensor:
-    """The Tensor a module keeps for buffer ``name``: an array wrapped as it is, a Tensor
-    taken as it is; a Parameter, or anything that requires grad, is refused."""
-    if isinstance(value, Parameter):
-        raise TypeError(f"buffer '{name}' cannot be a Parameter: register it with "
-                        "register_parameter, or pass its data")
-    if isinstance(value, Tensor):
-        if value.requires_grad or value.grad_fn is not None:
-            raise ValueError(f"buffer '{name}' must not require grad or come from a graph; "
-                             "pass tensor.detach()")
-        return value
-    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
-        raise TypeError(f"buffer '{name}' must be an array or a Tensor, "
-                        f"got {type(value).__name__}")
-    return Tensor(value)

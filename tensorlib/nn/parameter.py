@@ -61,3 +61,20 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter(" + super().__repr__()[len("tensor(") :]
+
+
+def as_buffer(value: Any, name: str) -> Tensor:
+    """The Tensor a module keeps for buffer ``name``: an array wrapped as it is, a Tensor
+    taken as it is; a Parameter, or anything that requires grad, is refused."""
+    if isinstance(value, Parameter):
+        raise TypeError(f"buffer '{name}' cannot be a Parameter: register it with "
+                        "register_parameter, or pass its data")
+    if isinstance(value, Tensor):
+        if value.requires_grad or value.grad_fn is not None:
+            raise ValueError(f"buffer '{name}' must not require grad or come from a graph; "
+                             "pass tensor.detach()")
+        return value
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        raise TypeError(f"buffer '{name}' must be an array or a Tensor, "
+                        f"got {type(value).__name__}")
+    return Tensor(value)

@@ -22,8 +22,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
-from itertools import pairwise
 
 VOCAB_SIZE = 1024
 MERGES = VOCAB_SIZE - 256
@@ -47,32 +45,16 @@ def run_tensorlib() -> dict:
 
 
 def run_naive(merges: int) -> dict:
-    """The learner's loop: the pre-split chunks' bytes, then count, pick, merge, repeat."""
-    import regex
-
+    """The chapter's loop (notebook 15a's ``train``, the workbook's copy of it): the
+    pre-split chunks' bytes, then count every pair, merge the most frequent, repeat."""
+    from tensorlib.course.worked_pieces import naive_bpe_train
     from tensorlib.data.bpe import GPT2_PATTERN
 
     text = corpus()
     start = time.perf_counter()
-    words = [[bytes([b]) for b in chunk.encode("utf-8")]
-             for chunk in regex.findall(GPT2_PATTERN, text)]
-    learned = []
-    for _ in range(merges):
-        counts = Counter(pair for word in words for pair in pairwise(word))
-        best = max(counts, key=lambda pair: (counts[pair], pair))
-        learned.append([best[0].hex(), best[1].hex()])
-        for w, word in enumerate(words):
-            merged, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    merged.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    merged.append(word[i])
-                    i += 1
-            words[w] = merged
+    learned, vocab = naive_bpe_train(text, 256 + merges, GPT2_PATTERN)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "merges": learned}
+    return {"seconds": seconds, "merges": [[vocab[a].hex(), vocab[b].hex()] for a, b in learned]}
 
 
 def run_tokenizers() -> dict:

@@ -16,8 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import regex
 
-__all__ = ["scalar_gradient_step", "tiny_apply", "tiny_backward"]
+from tensorlib.data.bpe import merge_pair
+
+__all__ = ["naive_bpe_train", "pair_counts", "scalar_gradient_step", "tiny_apply",
+           "tiny_backward"]
 
 
 def scalar_gradient_step(model: Any, learning_rate: float,
@@ -72,3 +76,39 @@ def tiny_backward(root: Any) -> None:
                 parent.grad = grad if parent.grad is None else parent.grad + grad
             else:
                 pending[id(parent)] = pending.get(id(parent), 0.0) + grad
+
+
+# ------------------------------------------------------------------ notebook 15a: naive BPE
+def pair_counts(ids: list[int], counts: dict[tuple[int, int], int] | None = None
+                ) -> dict[tuple[int, int], int]:
+    """Notebook 15a's ``get_stats``: how often each adjacent pair of ``ids`` occurs, added
+    into ``counts`` when it is given (and returned)."""
+    counts = {} if counts is None else counts
+    for pair in zip(ids, ids[1:], strict=False):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def naive_bpe_train(text: str, vocab_size: int, pattern: str | None
+                    ) -> tuple[dict[tuple[int, int], int], dict[int, bytes]]:
+    """Notebook 15a's naive ``train``: ``text`` pre-split by the regex ``pattern`` (None: one
+    chunk), each chunk's UTF-8 bytes as ids 0-255; then, for each new id from 256 up to
+    ``vocab_size``, count every adjacent pair of every chunk, merge the most frequent (ties
+    to the greatest pair of byte strings) everywhere, repeat; stop early when no pair is
+    left. Returns ``merges`` ({(id, id): new id}, in the order learned) and ``vocab``
+    ({id: bytes})."""
+    chunks = regex.findall(pattern, text) if pattern is not None else [text]
+    words = [list(chunk.encode("utf-8")) for chunk in chunks]
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges: dict[tuple[int, int], int] = {}
+    for new_id in range(256, vocab_size):
+        counts: dict[tuple[int, int], int] = {}
+        for ids in words:
+            pair_counts(ids, counts)
+        if not counts:
+            break
+        pair = max(counts, key=lambda p: (counts[p], vocab[p[0]], vocab[p[1]]))
+        words = [merge_pair(ids, pair, new_id) for ids in words]
+        merges[pair] = new_id
+        vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
+    return merges, vocab

@@ -31,7 +31,7 @@ import regex
 
 from tensorlib.engine.files import write_atomic
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "BPETokenizer"]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "BPETokenizer", "learn_merges", "merge_pair"]
 
 # The pre-split patterns of GPT-2 and of GPT-4's cl100k_base (public in both projects' code).
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -192,7 +192,7 @@ class BPETokenizer:
             if not learned:
                 break
             pair = min(learned, key=ranks.__getitem__)  # (rank, id): the earliest merge
-            ids = _replace_pair(ids, pair, ranks[pair][1])
+            ids = merge_pair(ids, pair, ranks[pair][1])
         return tuple(ids)
 
     def _settled_prefix(self, text: str, hold: int,
@@ -301,7 +301,7 @@ def learn_merges(chunks: Counter[bytes], count: int) -> list[tuple[bytes, bytes]
         delta: defaultdict[tuple[int, int], int] = defaultdict(int)
         for w in where.pop(best.pair, ()):
             old = words[w]
-            merged = _replace_pair(old, best.pair, new)
+            merged = merge_pair(old, best.pair, new)
             if len(merged) == len(old):
                 continue  # the pair left this word with an earlier merge
             for pair in pairwise(old):
@@ -337,8 +337,9 @@ class _Candidate:
         return (self.left, self.right) > (other.left, other.right)
 
 
-def _replace_pair(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
-    """``ids`` with every occurrence of ``pair``, left to right, replaced by ``new``."""
+def merge_pair(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
+    """A new list: ``ids`` with every occurrence of ``pair``, scanned left to right, replaced
+    by ``new`` (in ``[a, a, a]`` the pair ``(a, a)`` is replaced once, at the start)."""
     out, i, first, second = [], 0, pair[0], pair[1]
     while i < len(ids):
         if i + 1 < len(ids) and ids[i] == first and ids[i + 1] == second:

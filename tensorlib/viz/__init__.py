@@ -1,5 +1,5 @@
-"""Pictures of what tensorlib computes: graphs and module trees (graphviz), plots and images
-(matplotlib)."""
+"""Pictures of what tensorlib computes: graphs and module trees (graphviz), plots, images and
+how text is cut into tokens (matplotlib)."""
 
 import importlib
 from typing import Any
@@ -37,6 +37,7 @@ _LAZY = {
     "plot_gradient_histograms": "plots",
     "plot_images": "images",
     "plot_loss_curves": "plots",
+    "plot_tokens": "tokens",
     "plot_trajectories": "plots",
     "record_activations": "tensorlib.training.layer_statistics",
     "TrainingWatch": "tensorlib.training.layer_statistics",
@@ -78,6 +79,7 @@ __all__ = [
     "plot_learning_rate_range_test",
     "plot_loss_by_position",
     "plot_loss_curves",
+    "plot_tokens",
     "plot_trajectories",
     "plot_update_ratios",
     "record_activations",

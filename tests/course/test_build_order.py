@@ -37,6 +37,7 @@ BUILT_IN = {
     "unfold": "12c", "fold": "12c", "pad": "12c",
     "MultiheadAttention": "13",
     "DecoderBlock": "14", "Decoder": "14", "DecoderConfig": "14",
+    "BPETokenizer": "15a",
 }
 # `MLP` is two pieces: the scalar one (02) and the tensor one of tensorlib.nn (11).
 BUILT_IN_BY_MODULE = {("tensorlib.scalar", "MLP"): "02", ("tensorlib.nn", "MLP"): "11"}

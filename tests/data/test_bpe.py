@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tensorlib.course.worked_pieces import naive_bpe_train
 from tensorlib.data import BPETokenizer
-from tensorlib.data.bpe import learn_merges
+from tensorlib.data.bpe import GPT2_PATTERN, learn_merges
 
 GPT2_FILES = Path(__file__).resolve().parents[3] / "shared" / "data" / "gpt2"
 
@@ -34,30 +35,6 @@ HOSTILE = [
 ]
 
 
-def naive_merges(text_chunks: list[bytes], count: int) -> list[tuple[bytes, bytes]]:
-    """The learner's loop: count every adjacent pair of every chunk, merge the most frequent
-    (ties to the greatest pair of byte strings) everywhere, repeat."""
-    words = [[bytes([b]) for b in chunk] for chunk in text_chunks]
-    merges = []
-    for _ in range(count):
-        counts = Counter(pair for word in words for pair in pairwise(word))
-        if not counts:
-            break
-        best = max(counts, key=lambda pair: (counts[pair], pair))
-        merges.append(best)
-        for w, word in enumerate(words):
-            merged, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    merged.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    merged.append(word[i])
-                    i += 1
-            words[w] = merged
-    return merges
-
-
 def test_the_classic_example():
     tokenizer = BPETokenizer.train("aaabdaaabac", 259, pattern=None)
     assert tokenizer.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
@@ -72,8 +49,9 @@ def test_the_fast_trainer_learns_the_naive_loops_merges(seed):
     alphabet = rng.choice(["ab", "abc", "abcd ", "xyz  .,", "éa ü"])
     text = "".join(rng.choice(alphabet) for _ in range(rng.randint(50, 600)))
     tokenizer = BPETokenizer.train(text, 256 + 40, pattern="gpt2")
+    merges, vocab = naive_bpe_train(text, 256 + 40, GPT2_PATTERN)  # the chapter's loop
+    assert tokenizer.merges == [(vocab[a], vocab[b]) for a, b in merges]
     chunks = [chunk.encode() for chunk in tokenizer._chunks(text)]
-    assert tokenizer.merges == naive_merges(chunks, 40)
     assert learn_merges(Counter(chunks), 40) == tokenizer.merges
 
 

@@ -26,7 +26,7 @@ from matplotlib.patches import Rectangle
 
 from tensorlib.viz.figures import NOTEBOOK_FIGURE_WIDTH, figure_and_axes, new_figure
 
-__all__ = ["plot_tokens", "shown_token"]
+__all__ = ["plot_token_lengths", "plot_tokens", "shown_token"]
 
 # A monospace font that ships with matplotlib, so every character is one cell wide everywhere.
 FONT_FAMILY = "DejaVu Sans Mono"
@@ -285,4 +285,29 @@ def plot_tokens(rows: Iterable[Sequence[str | bytes]], *,
                                      edgecolor="white", linewidth=0.8))
             axes.text(x + box_width / 2, top + line + 0.5, text, ha="center",
                       va="center_baseline", fontproperties=font, parse_math=False)
+    return figure
+
+
+def plot_token_lengths(tokens: Iterable[str | bytes], *, title: str | None = None,
+                       ax: Axes | None = None) -> Figure:
+    """A bar per length: how many of ``tokens`` (a vocabulary's values, say) are 1, 2, 3...
+    bytes long (a ``str`` token counts its UTF-8 bytes). Returns the figure."""
+    counts: dict[int, int] = {}
+    for index, token in enumerate(tokens):
+        if isinstance(token, str):
+            token = token.encode("utf-8")
+        if not isinstance(token, (bytes, bytearray)):
+            raise TypeError(f"token {index}: expected str or bytes, got "
+                            f"{type(token).__name__} {token!r}")
+        counts[len(token)] = counts.get(len(token), 0) + 1
+    if not counts:
+        raise ValueError("plot_token_lengths needs at least one token")
+    figure, axes = figure_and_axes(ax, (4.6, 3.4))
+    lengths = sorted(counts)
+    axes.bar(lengths, [counts[length] for length in lengths], color="C1")
+    axes.set_xlabel("bytes in the token")
+    axes.set_ylabel("tokens")
+    axes.grid(True, axis="y", alpha=0.3)
+    if title:
+        axes.set_title(title)
     return figure

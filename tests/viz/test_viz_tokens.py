@@ -8,7 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from tensorlib.viz import figures, plot_tokens
+from tensorlib.viz import figures, plot_token_lengths, plot_tokens
 from tensorlib.viz.tokens import TOKEN_COLOURS, shown_token
 
 
@@ -179,3 +179,19 @@ def test_bad_input_raises_clear_errors():
         plot_tokens([["a"]], width=1.0)
     with pytest.raises(TypeError, match="Axes"):
         plot_tokens([["a"]], ax="axes")
+
+
+def test_token_lengths_are_counted_in_bytes_one_bar_per_length():
+    figure = plot_token_lengths([b"a", b"b", b"ab", "é", b"abcd"], title="lengths")
+    axes = figure.axes[0]
+    bars = {round(bar.get_x() + bar.get_width() / 2): bar.get_height() for bar in axes.patches}
+    assert bars == {1: 2, 2: 2, 4: 1}  # "é" is two bytes
+    assert axes.get_title() == "lengths" and figure.get_size_inches()[0] <= \
+        figures.NOTEBOOK_FIGURE_WIDTH
+
+
+def test_token_lengths_refuse_what_is_not_a_token():
+    with pytest.raises(TypeError, match="token 1: expected str or bytes, got int 3"):
+        plot_token_lengths([b"a", 3])
+    with pytest.raises(ValueError, match="at least one token"):
+        plot_token_lengths([])

@@ -21,7 +21,8 @@ What is fuzzed
       compared but are no operand of later steps); softmax and log_softmax over a dim;
     - matmul (1-D operands, batch broadcasting), concat, stack, split (int and list sizes);
     - fused nn ops: ``F.linear`` (with/without bias), ``F.layer_norm`` (with/without weight
-      and bias), ``F.cross_entropy`` (integer targets, -100 ignored, reductions, smoothing).
+      and bias), ``F.rms_norm`` (with/without weight, eps None too), ``F.cross_entropy``
+      (integer targets, -100 ignored, reductions, smoothing).
 
     Operands are made to fit by construction (each mismatch becomes recorded steps: flatten,
     slice, reshape, or sum-then-expand), so no example is rejected. Large intermediate values
@@ -609,7 +610,7 @@ class Builder:
         self.one("matmul", (a, b), {}, [out], self.mag[a] * self.mag[b] * max(k, 1))
 
     def step_nn(self) -> None:
-        which = self.choice(["linear", "layer_norm", "cross_entropy"])
+        which = self.choice(["linear", "layer_norm", "rms_norm", "cross_entropy"])
         x = self.pick()
         if self.mag[x] > 8:
             x = self.unary_op("tanh", x)
@@ -628,16 +629,17 @@ class Builder:
             self.one("linear", tuple(ins), {"bias": len(ins) == 3},
                      [shape[:-1] + (out_features,)],
                      self.mag[x] * self.mag[w] * max(shape[-1], 1) + 8)
-        elif which == "layer_norm":
+        elif which in ("layer_norm", "rms_norm"):
             if not shape or shape[-1] == 0:
                 x = self.fit(x, (shape[0] if shape else 2, self.int(1, 4)))
                 shape = self.shape[x]
-            ins, flags = [x], {}
-            for name in ("weight", "bias"):
+            ins, flags = [x], {"bias": False}
+            for name in ("weight", "bias") if which == "layer_norm" else ("weight",):
                 flags[name] = self.chance(60)
                 if flags[name]:
                     ins.append(self.fit(self.pick(), (shape[-1],)))
-            self.one("layer_norm", tuple(ins), {**flags, "eps": self.choice([1e-5, 1e-3])},
+            eps = self.choice([1e-5, 1e-3] if which == "layer_norm" else [1e-5, 1e-3, None])
+            self.one(which, tuple(ins), {**flags, "eps": eps},
                      [shape], 2.0 * math.sqrt(shape[-1]) * (1 + sum(self.mag[i] for i in ins[1:])))
         else:
             if not shape or shape[-1] == 0 or math.prod(shape[:-1]) == 0:
@@ -926,6 +928,9 @@ class TensorlibLib:
         if op == "layer_norm":
             w, b = _norm_params(xs, p)
             return F.layer_norm(xs[0], xs[0].shape[-1:], w, b, eps=p["eps"])
+        if op == "rms_norm":
+            w, _ = _norm_params(xs, p)
+            return F.rms_norm(xs[0], xs[0].shape[-1:], w, eps=p["eps"])
         if op == "cross_entropy":
             return F.cross_entropy(xs[0], p["targets"], reduction=p["reduction"],
                                    label_smoothing=p["label_smoothing"])
@@ -1013,6 +1018,9 @@ class TorchLib(TensorlibLib):
         if op == "layer_norm":
             w, b = _norm_params(xs, p)
             return tF.layer_norm(xs[0], (xs[0].shape[-1],), w, b, eps=p["eps"])
+        if op == "rms_norm":
+            w, _ = _norm_params(xs, p)
+            return tF.rms_norm(xs[0], (xs[0].shape[-1],), w, eps=p["eps"])
         if op == "cross_entropy":
             logits = xs[0] if xs[0].ndim <= 2 else xs[0].movedim(-1, 1)
             return tF.cross_entropy(logits, torch.from_numpy(p["targets"]),

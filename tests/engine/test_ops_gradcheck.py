@@ -100,6 +100,10 @@ def _layer_norm(x, weight=1.0, bias=0.0):
     return centered / np.sqrt((centered**2).mean(-1, keepdims=True) + 1e-5) * weight + bias
 
 
+def _rms_norm(x, weight=1.0):
+    return x / np.sqrt((x**2).mean(-1, keepdims=True) + np.finfo(x.dtype).eps) * weight
+
+
 def _batch_norm(x, weight=1.0, bias=0.0):
     axes, view = (0, *range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
     centered = x - x.mean(axes, keepdims=True)
@@ -371,6 +375,8 @@ CASES = {
     "layer-norm": (lambda x, w, b: F.layer_norm(x, (5,), w, b),
                    [((2, 3, 5), A), ((5,), A), ((5,), A)], _layer_norm),
     "layer-norm-plain": (lambda x: F.layer_norm(x, 5), [((3, 5), A)], _layer_norm),
+    "rms-norm": (lambda x, w: F.rms_norm(x, (5,), w), [((2, 3, 5), A), ((5,), A)], _rms_norm),
+    "rms-norm-plain": (lambda x: F.rms_norm(x, 5), [((3, 5), A)], _rms_norm),
     "batch-norm": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
                    [((4, 3), A), ((3,), A), ((3,), A)], _batch_norm),
     "batch-norm-sequence": (lambda x: F.batch_norm(x, None, None, training=True),

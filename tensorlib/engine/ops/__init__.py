@@ -30,7 +30,7 @@ from tensorlib.engine.ops.embedding import Embedding
 from tensorlib.engine.ops.function import views_of
 from tensorlib.engine.ops.loss import CrossEntropy
 from tensorlib.engine.ops.matmul import Linear, MatMul
-from tensorlib.engine.ops.normalization import BatchNorm, LayerNorm
+from tensorlib.engine.ops.normalization import BatchNorm, LayerNorm, RMSNorm
 from tensorlib.engine.ops.reduction import LogSumExp, Max, Mean, Std, Sum, Var
 from tensorlib.engine.ops.shape import (
     Clone,
@@ -54,7 +54,7 @@ __all__ = [
     "Gather", "Gelu", "GetItem", "Hardswish", "IndexPut", "LayerNorm", "LeakyRelu", "Linear",
     "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "MaxPool", "Maximum",
     "Mean", "Mish", "Mul", "Neg", "Pad", "Permute", "Pow", "PowScalar", "Relu", "Relu6",
-    "Reshape", "Sigmoid", "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std", "Sub", "Sum",
-    "Tanh", "Unfold", "Var", "Where",
+    "RMSNorm", "Reshape", "Sigmoid", "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std",
+    "Sub", "Sum", "Tanh", "Unfold", "Var", "Where",
     "is_advanced_index", "normalize_index", "views_of"
 ]

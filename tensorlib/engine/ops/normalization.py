@@ -1,5 +1,5 @@
-"""Normalization, one node each with a hand-derived backward: layer norm over the last axis,
-batch norm over the batch."""
+"""Normalization, one node each with a hand-derived backward: layer norm and RMS norm over the
+last axis, batch norm over the batch."""
 
 from __future__ import annotations
 
@@ -78,6 +78,46 @@ class LayerNorm(Function):
                 axis=-1, keepdims=True)  # mean(dy ⊙ x̂ ⊙ w) = mean(g ⊙ x̂)
             dx = (g - (normalized * mean_g_normalized + mean_g)) * inverse_std
         return dx, dweight, dbias
+
+
+class RMSNorm(Function):
+    """y = x̂ · weight with x̂ = x / sqrt(mean(x²) + eps) over the last axis: layer norm
+    without the centring and the bias (Zhang and Sennrich, 2019; Llama's norm).
+
+    With r = 1/sqrt(mean(x²) + eps) and g = dy ⊙ weight (dy without a weight), the backward
+    is dx = r · (g - x̂ · mean(g ⊙ x̂)), dweight = Σ_rows dy ⊙ x̂. ``weight`` may be None.
+    """
+
+    op_name = "rms_norm"
+
+    @staticmethod
+    def forward(ctx: Context, x: Array, weight: Array | None, eps: float) -> Array:
+        xp = array_module(x)
+        with _quiet(xp):  # a row with an infinity: nan, as in PyTorch
+            mean_square = xp.square(x).mean(axis=-1, keepdims=True)         # (..., 1)
+            inverse_rms = 1.0 / xp.sqrt(mean_square + x.dtype.type(eps))   # r
+            normalized = x * inverse_rms                                     # x̂
+        out = normalized if weight is None else normalized * weight
+        if weight is None:  # out is x̂: a copy, so that changing the output in place
+            out = out.copy()  # leaves the saved x̂ as it was
+        ctx.save_for_backward(normalized, inverse_rms, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
+        normalized, inverse_rms, weight = ctx.saved_tensors
+        width = normalized.shape[-1]
+        projected = grad * normalized                                        # dy ⊙ x̂
+        wanted = ctx.needs_input_grad
+        dweight = projected.reshape(-1, width).sum(axis=0) if wanted[1] else None
+        dx = None
+        if wanted[0]:
+            with _quiet(array_module(grad)):
+                g = grad if weight is None else grad * weight
+                mean_g_normalized = (projected if weight is None else projected * weight).mean(
+                    axis=-1, keepdims=True)                                  # mean(g ⊙ x̂)
+                dx = (g - normalized * mean_g_normalized) * inverse_rms
+        return dx, dweight
 
 
 class BatchNorm(Function):

@@ -3,12 +3,12 @@
 normalization, dropout, convolution), and every name found here.
 
 Each function checks its arguments (clear errors naming shapes, dtypes and values), then
-applies one op from :mod:`tensorlib.engine.ops`. The fused ops, ``cross_entropy``, ``layer_norm``,
-``linear`` (x Wᵀ + b), ``embedding`` (a row gather), ``causal_softmax`` (attention's scaled,
-causally masked softmax), ``causal_attention`` (the attention core, from fused Q/K/V to merged
-heads) and ``dropout``, each have a *reference twin* (``..._reference``) built from the chain
-of primitive ops: the teaching version, which notebooks and tests hold in agreement with the
-fused op, in value and in gradient.
+applies one op from :mod:`tensorlib.engine.ops`. The fused ops, ``cross_entropy``,
+``layer_norm``, ``rms_norm``, ``linear`` (x Wᵀ + b), ``embedding`` (a row gather),
+``causal_softmax`` (attention's scaled, causally masked softmax), ``causal_attention`` (the
+attention core, from fused Q/K/V to merged heads) and ``dropout``, each have a *reference twin*
+(``..._reference``) built from the chain of primitive ops: the teaching version, which
+notebooks and tests hold in agreement with the fused op, in value and in gradient.
 """
 
 from tensorlib.engine.splitmix64 import resolve_rng
@@ -61,6 +61,8 @@ from tensorlib.nn.functional.normalization import (
     batch_norm_reference,
     layer_norm,
     layer_norm_reference,
+    rms_norm,
+    rms_norm_reference,
 )
 from tensorlib.nn.functional.softmax import (
     log_softmax,
@@ -108,6 +110,8 @@ __all__ = [
     "relu",
     "relu6",
     "resolve_rng",
+    "rms_norm",
+    "rms_norm_reference",
     "scaled_dot_product_attention",
     "sigmoid",
     "sign",

@@ -1,5 +1,5 @@
-"""Layer norm over the last axis and batch norm over the batch (and positions), fused, each
-with its reference twin."""
+"""Layer norm and RMS norm over the trailing axes and batch norm over the batch (and
+positions), fused, each with its reference twin."""
 
 from __future__ import annotations
 
@@ -16,33 +16,34 @@ from tensorlib.engine.tensor import Tensor
 from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype
 
 
-def _check_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any,
-                      eps: float) -> tuple[int, ...]:
-    """The checked ``normalized_shape`` as a tuple: the trailing axes of ``input`` that are
-    normalized, which ``weight`` and ``bias`` (when given) have as their shape."""
-    _check_floating(input, "layer_norm input")
+def _check_norm(what: str, input: Any, normalized_shape: Any, weight: Any, bias: Any,
+                eps: float) -> tuple[int, ...]:
+    """The checked ``normalized_shape`` of ``what`` (``"layer_norm"``, ``"rms_norm"``) as a
+    tuple: the trailing axes of ``input`` that are normalized, which ``weight`` and ``bias``
+    (when given) have as their shape."""
+    _check_floating(input, f"{what} input")
     if isinstance(normalized_shape, (int, np.integer)) and not isinstance(normalized_shape, bool):
         normalized_shape = (normalized_shape,)
     if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape or not all(
             isinstance(n, (int, np.integer)) and not isinstance(n, bool)
             for n in normalized_shape):
-        raise TypeError(f"layer_norm normalized_shape must be an int or a non-empty sequence "
+        raise TypeError(f"{what} normalized_shape must be an int or a non-empty sequence "
                         f"of ints (the trailing axes to normalize), got {normalized_shape!r}")
     shape = tuple(int(n) for n in normalized_shape)
     if input.shape[input.ndim - len(shape):] != shape or len(shape) > input.ndim:
-        raise ValueError(f"layer_norm normalized_shape {list(shape)} does not match the last "
+        raise ValueError(f"{what} normalized_shape {list(shape)} does not match the last "
                          f"axes of the input (input shape {input.shape})")
     if 0 in shape:
-        raise ValueError(f"layer_norm needs non-empty normalized axes, got {list(shape)}")
-    validation.positive(eps, "layer_norm eps")
+        raise ValueError(f"{what} needs non-empty normalized axes, got {list(shape)}")
+    validation.positive(eps, f"{what} eps")
     for name, value in (("weight", weight), ("bias", bias)):
         if value is None:
             continue
-        _check_floating(value, f"layer_norm {name}")
+        _check_floating(value, f"{what} {name}")
         if value.shape != shape:
-            raise ValueError(f"layer_norm {name} of shape {value.shape} does not match "
+            raise ValueError(f"{what} {name} of shape {value.shape} does not match "
                              f"normalized_shape {list(shape)}")
-    _check_one_dtype("layer_norm", input, weight, bias)
+    _check_one_dtype(what, input, weight, bias)
     return shape
 
 
@@ -53,7 +54,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int],
     ``input`` to zero mean and unit (biased) variance, then scale and shift by ``weight`` and
     ``bias`` (each of shape ``normalized_shape``, or None). One fused node over the flattened
     trailing axes."""
-    shape = _check_layer_norm(input, normalized_shape, weight, bias, eps)
+    shape = _check_norm("layer_norm", input, normalized_shape, weight, bias, eps)
     if len(shape) == 1:
         return ops.LayerNorm.apply(input, weight, bias, eps=float(eps))
     width = math.prod(shape)  # several trailing axes: normalize them as one
@@ -67,7 +68,7 @@ def layer_norm_reference(input: Tensor, normalized_shape: int | Sequence[int],
                          weight: Tensor | None = None, bias: Tensor | None = None,
                          eps: float = 1e-5) -> Tensor:
     """The primitive chain: mean, sub, mul, mean, add eps, sqrt, div, mul weight, add bias."""
-    shape = _check_layer_norm(input, normalized_shape, weight, bias, eps)
+    shape = _check_norm("layer_norm", input, normalized_shape, weight, bias, eps)
     axes = tuple(range(-len(shape), 0))
     centered = input - input.mean(axes, keepdims=True)
     variance = (centered * centered).mean(axes, keepdims=True)
@@ -77,6 +78,39 @@ def layer_norm_reference(input: Tensor, normalized_shape: int | Sequence[int],
     if bias is not None:
         out = out + bias
     return out
+
+
+def _rms_eps(input: Any, eps: float | None) -> float:
+    """``eps``, or PyTorch's default when None: the machine epsilon of the input's dtype."""
+    if eps is None and isinstance(input, Tensor) and np.issubdtype(input.dtype, np.floating):
+        return float(np.finfo(input.dtype).eps)
+    return eps  # type: ignore[return-value]  # checked by _check_norm
+
+
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """PyTorch's ``F.rms_norm``: divide the trailing axes ``normalized_shape`` of ``input`` by
+    their root mean square, sqrt(mean(x²) + eps), then scale by ``weight`` (of shape
+    ``normalized_shape``, or None). ``eps`` None is the machine epsilon of the input's dtype,
+    as in PyTorch. One fused node over the flattened trailing axes."""
+    eps = _rms_eps(input, eps)
+    shape = _check_norm("rms_norm", input, normalized_shape, weight, None, eps)
+    if len(shape) == 1:
+        return ops.RMSNorm.apply(input, weight, eps=float(eps))
+    width = math.prod(shape)  # several trailing axes: normalize them as one
+    flat = ops.RMSNorm.apply(input.reshape(*input.shape[:-len(shape)], width),
+                             None if weight is None else weight.reshape(width), eps=float(eps))
+    return flat.reshape(input.shape)
+
+
+def rms_norm_reference(input: Tensor, normalized_shape: int | Sequence[int],
+                       weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """The primitive chain: square, mean, add eps, sqrt, div, mul weight."""
+    eps = _rms_eps(input, eps)
+    shape = _check_norm("rms_norm", input, normalized_shape, weight, None, eps)
+    axes = tuple(range(-len(shape), 0))
+    out = input / ((input * input).mean(axes, keepdims=True) + float(eps)).sqrt()
+    return out if weight is None else out * weight
 
 
 def _check_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,

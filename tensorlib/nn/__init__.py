@@ -5,7 +5,8 @@ The tree every layer, optimizer and checkpoint works through (``module``: ``Modu
 and PyTorch's in-place functions from ``init_in_place``), PyTorch's ``utils`` (gradient
 clipping, parameters as a vector), the functional API (``functional``, imported as ``F``),
 and the layers: linear, embeddings,
-norms, activations, dropout and the MLP (``layers``), convolution and pooling
+norms, activations, dropout and the MLP (``layers``), rotary positions (``positions``), the
+gated feed-forward SwiGLU (``feed_forward``), convolution and pooling
 (``convolution``), multi-head attention with its key/value cache (``attention``), and the
 recording of what a model computes inside (``capture``). Built in notebooks 06 (modules and
 parameters), 07 (initialization), 08 (layers), 12a (batch norm), 12c (convolutions) and 13
@@ -25,6 +26,7 @@ from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.capture import ActivationCapture, capture_activations
 from tensorlib.nn.container import ModuleDict, ModuleList, Sequential
 from tensorlib.nn.convolution import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from tensorlib.nn.feed_forward import SwiGLU
 from tensorlib.nn.layers import (
     GELU,
     MLP,
@@ -55,6 +57,7 @@ from tensorlib.nn.layers import (
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter
+from tensorlib.nn.positions import RotaryEmbedding
 from tensorlib.nn.state_dict import StateDictError
 
 # The models' and adapters' names, found here too, each loaded from its home when first used
@@ -85,7 +88,7 @@ __all__ = [
     "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "Hardswish", "HookPoint",
     "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding",
-    "RMSNorm", "ReLU", "ReLU6",
+    "RMSNorm", "ReLU", "ReLU6", "RotaryEmbedding", "SwiGLU",
     "Sequential", "SiLU", "Sigmoid", "Softmax", "LogSoftmax", "Softplus", "StateDictError",
     "Tanh", "evaluation_mode",
     "functional", "init", "utils", "ActivationCapture", "KVCache", "capture_activations",

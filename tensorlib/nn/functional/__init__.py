@@ -64,6 +64,7 @@ from tensorlib.nn.functional.normalization import (
     rms_norm,
     rms_norm_reference,
 )
+from tensorlib.nn.functional.positions import apply_rotary, rotary_tables, rotate_half
 from tensorlib.nn.functional.softmax import (
     log_softmax,
     log_softmax_reference,
@@ -80,6 +81,7 @@ __all__ = [
     "causal_attention_reference",
     "causal_mask",
     "apply_causal_mask",
+    "apply_rotary",
     "attend",
     "causal_softmax",
     "causal_softmax_reference",
@@ -112,6 +114,8 @@ __all__ = [
     "resolve_rng",
     "rms_norm",
     "rms_norm_reference",
+    "rotary_tables",
+    "rotate_half",
     "scaled_dot_product_attention",
     "sigmoid",
     "sign",

@@ -3,14 +3,14 @@
 The tree every layer, optimizer and checkpoint works through (``module``: ``Module`` and
 ``Parameter``; ``container``; ``hooks``; ``modes``), initialization (``init``: the policies,
 and PyTorch's in-place functions from ``init_in_place``), PyTorch's ``utils`` (gradient
-clipping, parameters as a vector), the functional API (``functional``, imported as ``F``),
-and the layers: linear, embeddings,
-norms, activations, dropout and the MLP (``layers``), rotary positions (``positions``), the
-gated feed-forward SwiGLU (``feed_forward``), convolution and pooling
-(``convolution``), multi-head attention with its key/value cache (``attention``), and the
-recording of what a model computes inside (``capture``). Built in notebooks 06 (modules and
-parameters), 07 (initialization), 08 (layers), 12a (batch norm), 12c (convolutions) and 13
-(attention). The splitmix64 generator the layers draw from is :class:`tensorlib.Rng`.
+clipping, parameters as a vector), the functional API (``functional``, imported as ``F``), and
+the layers: linear, embeddings, norms, activations, dropout and the MLP (``layers``), RMSNorm
+(``rms_norm``), rotary positions (``positions``), the gated feed-forward SwiGLU
+(``feed_forward``), convolution and pooling (``convolution``), multi-head attention with its
+key/value cache (``attention``), and the recording of what a model computes inside
+(``capture``). Built in notebooks 06 (modules and parameters), 07 (initialization), 08
+(layers), 12a (batch norm), 12c (convolutions) and 13 (attention). The splitmix64 generator the
+layers draw from is :class:`tensorlib.Rng`.
 
 The models built from these layers live one folder up, in :mod:`tensorlib.models`, and the
 adapters in :mod:`tensorlib.adapters`; their names are also found here
@@ -47,7 +47,6 @@ from tensorlib.nn.layers import (
     PositionalEmbedding,
     ReLU,
     ReLU6,
-    RMSNorm,
     Sigmoid,
     SiLU,
     Softmax,
@@ -58,6 +57,7 @@ from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter
 from tensorlib.nn.positions import RotaryEmbedding
+from tensorlib.nn.rms_norm import RMSNorm
 from tensorlib.nn.state_dict import StateDictError
 
 # The models' and adapters' names, found here too, each loaded from its home when first used

@@ -94,7 +94,7 @@ test-checks: setup
 # versions kept), then runs every unit test (but the browser test, which reads only the stored
 # notebooks) and the notebooks that import torch.
 test-torch: setup
-	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch,tokenizers]"
+	$(BIN)/python -m pip install --quiet -c requirements.txt -e ".[torch,tokenizers,transformers]"
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not rerun and not book and not browser" tests -q
 	$(TEST_THREADS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m torch notebooks --nbval --nbval-current-env -q
 

@@ -3,7 +3,7 @@
 Its folders are its layers, bottom to top, each importing only from those below it:
 :mod:`tensorlib.scalar` (scalar autograd), :mod:`tensorlib.engine` (the Tensor, autograd,
 the ops, the kernels), :mod:`tensorlib.data`, :mod:`tensorlib.nn` (modules and layers),
-:mod:`tensorlib.optim`, :mod:`tensorlib.models`, :mod:`tensorlib.saving`,
+:mod:`tensorlib.optim`, :mod:`tensorlib.saving`, :mod:`tensorlib.models`,
 :mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`, :mod:`tensorlib.viz` and
 :mod:`tensorlib.course` (the workbook's checks); ``python -m tensorlib`` is the command line.
 This namespace holds PyTorch's top-level names (``tensorlib.tensor``, ``tensorlib.randn``,
@@ -176,7 +176,10 @@ FORMER_PATHS = {
 
 
 def _new_path(fullname: str) -> str:
-    """The module's path now, for a former path or a module inside a former package; else ''."""
+    """The module's path now, for a former path or a module inside a former package; else ''
+    (for every module outside tensorlib too: a program's own ``kernels`` or ``metrics``)."""
+    if not fullname.startswith("tensorlib."):
+        return ""
     former = fullname.removeprefix("tensorlib.")
     for old, new in FORMER_PATHS.items():
         if former == old or former.startswith(old + "."):

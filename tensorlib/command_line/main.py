@@ -5,6 +5,7 @@ the capstone's ladder of models, and show a learner's progress through the workb
     python -m tensorlib sample-names --checkpoint runs/names/checkpoint.tlckpt [--count 20]
     python -m tensorlib ladder [--steps 10000] [--rungs bigram,mlp3,...] [--output runs/ladder]
     python -m tensorlib progress [notebooks]
+    python -m tensorlib generate FOLDER --prompt TEXT [--max-new-tokens 30] [--top-k 40]
 
 ``train-names`` trains a names run (``tensorlib.command_line.names_gpt``): it splits the census list
 80/10/10 (train/validation/test, seeded), builds the ``tensorlib.nn.Decoder`` with its head's
@@ -18,7 +19,9 @@ trains notebook 15's ladder of seven surname models under one budget
 (``tensorlib.training.ladder``), prints their table and writes it as ``ladder.json``. ``progress``
 prints, notebook by notebook and in the order of their cells, which core pieces and exercises are
 done, as their check cells last recorded (``tensorlib.course.checks.progress``), and the whole
-workbook's count. Bad options and unreadable files print one ``error:`` line and exit with status 2.
+workbook's count. ``generate`` reads a Hugging Face GPT-2 or Llama folder
+(``Decoder.from_pretrained``) and prints a prompt's continuation. Bad options and
+unreadable files print one ``error:`` line and exit with status 2.
 
 This module parses the options and prints; the library modules named above compute.
 """
@@ -50,9 +53,11 @@ from tensorlib.command_line.names_gpt import (
 )
 from tensorlib.course.checks import progress as workbook
 from tensorlib.data import NAME_KINDS, names
+from tensorlib.data.bpe import BPETokenizer
 from tensorlib.engine.memory import keep_freed_memory
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.validation import heads_divide
+from tensorlib.models import Decoder
 from tensorlib.saving import checkpoint
 from tensorlib.training.ladder import (
     RUNGS,
@@ -185,6 +190,28 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder for ladder.json")
     ladder.add_argument("--quiet", action="store_true", help="no progress bars")
     ladder.set_defaults(handler=ladder_command)
+
+    pretrained = commands.add_parser(
+        "generate", help="continue a prompt with a Hugging Face GPT-2 or Llama folder",
+        description="Load a Hugging Face causal-LM folder (config.json and model.safetensors "
+                    "of a GPT-2 or a Llama, on disk: nothing is downloaded) into tensorlib's "
+                    "Decoder and print the prompt's continuation. A text prompt is encoded "
+                    "with the folder's vocab.json and merges.txt (GPT-2's byte-level BPE); "
+                    "without them, give the token ids.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    pretrained.add_argument("folder", type=Path, help="the model's folder")
+    given = pretrained.add_mutually_exclusive_group(required=True)
+    given.add_argument("--prompt", help="text to continue (needs vocab.json and merges.txt)")
+    given.add_argument("--prompt-ids", type=_token_id_list,
+                       help="token ids to continue, comma-separated")
+    pretrained.add_argument("--max-new-tokens", type=_positive_int, default=30,
+                            help="tokens to add")
+    pretrained.add_argument("--temperature", type=_positive_float, default=1.0,
+                            help="divide the logits by this")
+    pretrained.add_argument("--top-k", type=_positive_int, default=None,
+                            help="draw from the k most likely tokens only (1: greedy)")
+    pretrained.add_argument("--seed", type=_seed, default=0, help="seed of the sampling")
+    pretrained.set_defaults(handler=generate_command)
 
     progress = commands.add_parser(
         "progress", help="which workbook pieces and exercises are done",
@@ -379,6 +406,50 @@ def ladder_command(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
     print(f"wrote {path}")
+    return 0
+
+
+# ================================================================================= generate
+def _token_id_list(text: str) -> list[int]:
+    try:
+        ids = [int(piece) for piece in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated token ids, got {text!r}") from None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"expected non-negative token ids, got {text!r}")
+    return ids
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    """Load a Hugging Face folder into a Decoder and print a prompt's continuation."""
+    folder: Path = args.folder
+    try:
+        model = Decoder.from_pretrained(folder)
+    except (OSError, ValueError, TypeError) as error:  # CheckpointError is a ValueError
+        raise CommandError(f"cannot read {folder}: {error}") from None
+    tokenizer = None
+    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        tokenizer = BPETokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
+    if args.prompt is None:
+        ids = args.prompt_ids
+    elif tokenizer is None:
+        raise CommandError(f"{folder} has no vocab.json and merges.txt to encode --prompt "
+                           "with: give --prompt-ids")
+    else:
+        ids = tokenizer.encode(args.prompt)
+    vocabulary = model.config.vocabulary_size
+    if not ids or max(ids) >= vocabulary:
+        raise CommandError(f"the prompt must be at least one token id below {vocabulary}, "
+                           f"got {ids}")
+    config = model.config
+    print(f"{folder}: {config!r}, {model.num_parameters():,} parameters")
+    new = model.generate([ids], args.max_new_tokens, temperature=args.temperature,
+                         top_k=args.top_k, rng=Rng(args.seed))[0, len(ids):].tolist()
+    if tokenizer is None:
+        print(",".join(map(str, ids)) + " | " + ",".join(map(str, new)))
+    else:
+        print(tokenizer.decode(ids) + tokenizer.decode(new))
     return 0
 
 

@@ -113,6 +113,13 @@ def boolean(value: Any, what: str) -> bool:
     return bool(value)
 
 
+def choice(value: Any, options: tuple[str, ...], what: str) -> str:
+    """``value``, which must be one of the strings ``options``."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{what} must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return value
+
+
 def words(values: Any, what: str = "words") -> list[str]:
     """``values`` as a list; one string is refused (it would be taken letter by letter)."""
     if isinstance(values, str):

@@ -8,8 +8,8 @@ model; this file knows the step only as what the table holds."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,8 +17,15 @@ import numpy as np
 from tensorlib.engine import kernel_table, validation
 from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
+from tensorlib.models.decoder_config import (
+    GELU_APPROXIMATE,
+    MLPS,
+    NORMS,
+    DecoderConfig,
+    default_mlp_hidden,
+)
 from tensorlib.nn import functional as F
-from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.attention import GroupedQueryAttention, KVCache, MultiheadAttention
 from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
     Dropout,
@@ -32,6 +39,8 @@ from tensorlib.nn.layers import (
 )
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
+from tensorlib.nn.positions import RotaryEmbedding
+from tensorlib.nn.rms_norm import RMSNorm
 
 __all__ = ["Decoder", "DecoderBlock", "DecoderConfig"]
 
@@ -39,27 +48,52 @@ class DecoderBlock(Module):
     r"""One pre-norm transformer block on ``(B, T, C)``::
 
         x = x + attention(attention_norm(x))
-        x = x + mlp_dropout(mlp_output(gelu(mlp_input(mlp_norm(x)))))
+        x = x + mlp_dropout(mlp_output(gelu(mlp_input(mlp_norm(x)))))      # GELU MLP
+        x = x + mlp_dropout(mlp_output(silu(mlp_gate(h)) * mlp_input(h)))  # SwiGLU MLP,
+                                                                           # h = mlp_norm(x)
 
-    Children, in order: ``attention_norm, attention, mlp_norm, mlp_input (C → 4C),
-    mlp_output (4C → C), mlp_dropout``, and two :class:`HookPoint`\ s on the residual stream,
-    ``residual_attention`` (after the attention branch) and ``residual_mlp`` (the block's
-    output). GELU is the exact (erf) form.
+    Children, in order: ``attention_norm, attention, mlp_norm``, ``mlp_gate`` (C → hidden,
+    SwiGLU only), ``mlp_input`` (C → hidden), ``mlp_output`` (hidden → C), ``mlp_dropout``,
+    and two :class:`HookPoint`\ s on the residual stream, ``residual_attention`` (after the
+    attention branch) and ``residual_mlp`` (the block's output).
+
+    The keywords choose the pieces, as :class:`DecoderConfig`'s fields of the same names do:
+    ``norm`` (``"layer"``: LayerNorm, ``"rms"``: RMSNorm), ``mlp`` (``"gelu"``: exact GELU,
+    ``"gelu_tanh"``: its tanh form, ``"swiglu"``) of width ``mlp_hidden`` (None: the
+    default, 4C for GELU), ``kv_heads`` (fewer than ``heads``: a
+    :class:`GroupedQueryAttention`, else a :class:`MultiheadAttention`), ``bias`` (in the
+    linear layers and LayerNorms), ``attention_dropout`` and ``rotary`` (a
+    :class:`RotaryEmbedding` for the attention's queries and keys, or None).
     """
 
     def __init__(self, channels: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
-                 rng: Rng | None = None, dtype: Any = np.float32):
+                 rng: Rng | None = None, dtype: Any = np.float32, *, norm: str = "layer",
+                 mlp: str = "gelu", mlp_hidden: int | None = None, kv_heads: int | None = None,
+                 bias: bool = True, attention_dropout: float = 0.0,
+                 rotary: RotaryEmbedding | None = None):
         super().__init__()
-        # channels is checked here, where 4·channels is computed; heads, dropout, eps and
-        # dtype by the layers that use them (MultiheadAttention, Dropout, LayerNorm, Linear).
+        # channels, norm, mlp and mlp_hidden are checked here, where they are used; the
+        # rest by the layers that take them (the attentions, Dropout, the norms, Linear).
         self.channels = validation.positive_integer(channels, "channels")
+        self.norm_kind = validation.choice(norm, NORMS, "DecoderBlock norm")
+        self.mlp_kind = validation.choice(mlp, MLPS, "DecoderBlock mlp")
+        hidden = default_mlp_hidden(mlp, self.channels) if mlp_hidden is None \
+            else validation.positive_integer(mlp_hidden, "mlp_hidden")
         generator = resolve_rng(rng)  # init draws; the dropouts keep ``rng`` (None: default)
-        hidden = 4 * self.channels
-        self.attention_norm = LayerNorm(self.channels, eps, dtype=dtype)
-        self.attention = MultiheadAttention(self.channels, heads, dropout, rng=rng, dtype=dtype)
-        self.mlp_norm = LayerNorm(self.channels, eps, dtype=dtype)
-        self.mlp_input = Linear(self.channels, hidden, rng=generator, dtype=dtype)
-        self.mlp_output = Linear(hidden, self.channels, rng=generator, dtype=dtype)
+        self.attention_norm = _norm(norm, self.channels, eps, bias, dtype)
+        if kv_heads is None or kv_heads == heads:
+            self.attention: MultiheadAttention | GroupedQueryAttention = MultiheadAttention(
+                self.channels, heads, dropout, rng=rng, dtype=dtype, bias=bias,
+                attention_dropout=attention_dropout, rotary=rotary)
+        else:
+            self.attention = GroupedQueryAttention(
+                self.channels, heads, kv_heads, dropout, rng=rng, dtype=dtype, bias=bias,
+                attention_dropout=attention_dropout, rotary=rotary)
+        self.mlp_norm = _norm(norm, self.channels, eps, bias, dtype)
+        if mlp == "swiglu":
+            self.mlp_gate = Linear(self.channels, hidden, bias, rng=generator, dtype=dtype)
+        self.mlp_input = Linear(self.channels, hidden, bias, rng=generator, dtype=dtype)
+        self.mlp_output = Linear(hidden, self.channels, bias, rng=generator, dtype=dtype)
         self.mlp_dropout = Dropout(dropout, rng=rng)
         self.residual_attention = HookPoint()  # (B, T, C)
         self.residual_mlp = HookPoint()  # (B, T, C)
@@ -69,38 +103,34 @@ class DecoderBlock(Module):
         positions follow the cached ones)."""
         check_input(x, "DecoderBlock", self.channels, ndim=3)
         x = self.residual_attention(x + self.attention(self.attention_norm(x), cache=cache))
-        hidden = F.gelu(self.mlp_input(self.mlp_norm(x)))  # (B, T, 4C)
+        h = self.mlp_norm(x)
+        if self.mlp_kind == "swiglu":
+            hidden = F.silu(self.mlp_gate(h)) * self.mlp_input(h)  # (B, T, hidden)
+        else:
+            hidden = F.gelu(self.mlp_input(h), approximate=GELU_APPROXIMATE[self.mlp_kind])
         return self.residual_mlp(x + self.mlp_dropout(self.mlp_output(hidden)))
 
+    def extra_repr(self) -> str:
+        design = [f"norm={self.norm_kind!r}"] if self.norm_kind != "layer" else []
+        return ", ".join(design + ([f"mlp={self.mlp_kind!r}"] if self.mlp_kind != "gelu" else []))
 
-@dataclass(frozen=True)
-class DecoderConfig:
-    """The shape of a Decoder. Validated on construction: positive integer sizes,
-    ``channels % heads == 0``, ``0 <= dropout < 1`` and ``eps > 0``."""
 
-    vocabulary_size: int
-    context_length: int
-    channels: int
-    heads: int
-    layers: int
-    dropout: float = 0.0
-    eps: float = 1e-5
 
-    def __post_init__(self) -> None:
-        for name in ("vocabulary_size", "context_length", "channels", "heads", "layers"):
-            validation.positive_integer(getattr(self, name), f"DecoderConfig.{name}")
-        validation.heads_divide(self.channels, self.heads,
-                                ("DecoderConfig: channels", "heads"))
-        validation.probability(self.dropout, "DecoderConfig.dropout")
-        validation.positive(self.eps, "DecoderConfig.eps")
+def _norm(norm: str, channels: int, eps: float, bias: bool, dtype: Any) -> LayerNorm | RMSNorm:
+    if norm == "rms":
+        return RMSNorm(channels, eps, dtype=dtype)
+    return LayerNorm(channels, eps, dtype=dtype, bias=bias)
 
 
 class Decoder(Module):
     """A GPT-style language model: token ids ``(B, T)`` → next-token logits ``(B, T, V)``.
 
-    Children: ``token_embedding, positional_embedding, blocks`` (a ModuleList of
-    DecoderBlocks), ``final_norm, language_model_head`` (Linear C → V with bias), and the
-    :class:`HookPoint` ``embedding`` on the token plus position embedding ``(B, T, C)``.
+    Children: ``token_embedding``, ``positional_embedding`` (learned positions only; None
+    with rotary ones), ``blocks`` (a ModuleList of DecoderBlocks built as the config says),
+    ``final_norm, language_model_head`` (Linear C → V, with a bias unless
+    ``config.head_bias`` is False; its weight is ``token_embedding.weight`` itself when
+    ``config.tie_embeddings``), and the :class:`HookPoint` ``embedding`` on the token (plus
+    position) embedding ``(B, T, C)``. Initial values are drawn from ``rng`` in that order.
     """
 
     def __init__(self, config: DecoderConfig, rng: Rng | None = None, dtype: Any = np.float32):
@@ -113,16 +143,48 @@ class Decoder(Module):
         c = config
         self.token_embedding = Embedding(c.vocabulary_size, c.channels, rng=generator,
                                          dtype=dtype)
-        self.positional_embedding = PositionalEmbedding(c.context_length, c.channels,
-                                                        rng=generator, dtype=dtype)
+        self.positional_embedding = PositionalEmbedding(
+            c.context_length, c.channels, rng=generator, dtype=dtype) \
+            if c.positions == "learned" else None
         self.blocks = ModuleList(
-            DecoderBlock(c.channels, c.heads, c.dropout, c.eps, rng=rng, dtype=dtype)
+            DecoderBlock(c.channels, c.heads, c.dropout, c.eps, rng=rng, dtype=dtype,
+                         norm=c.norm, mlp=c.mlp, mlp_hidden=c.mlp_hidden, kv_heads=c.kv_heads,
+                         bias=c.bias, attention_dropout=c.attention_dropout,
+                         rotary=RotaryEmbedding(c.head_width, c.context_length, c.rope_theta,
+                                                dtype=dtype)
+                         if c.positions == "rotary" else None)
             for _ in range(c.layers)
         )
-        self.final_norm = LayerNorm(c.channels, c.eps, dtype=dtype)
-        self.language_model_head = Linear(c.channels, c.vocabulary_size, rng=generator,
-                                          dtype=dtype)
-        self.embedding = HookPoint()  # token plus position embedding, (B, T, C)
+        self.final_norm = _norm(c.norm, c.channels, c.eps, c.bias, dtype)
+        self.language_model_head = Linear(c.channels, c.vocabulary_size, c.head_bias,
+                                          rng=generator, dtype=dtype)
+        if c.tie_embeddings:  # one parameter in two places, as PyTorch's weight tying
+            self.language_model_head.weight = self.token_embedding.weight
+        self.embedding = HookPoint()  # token (plus position) embedding, (B, T, C)
+
+    @classmethod
+    def from_pretrained(cls, folder: str | os.PathLike, dtype: Any = np.float32) -> Decoder:
+        """The decoder of a Hugging Face causal-LM folder (``config.json`` and
+        ``model.safetensors``, or its shards) of ``model_type`` ``"gpt2"`` or ``"llama"``,
+        in ``dtype``: its configuration read from the folder, its weights loaded (see
+        :mod:`tensorlib.models.hugging_face` for the names). The folder must be on disk:
+        nothing is downloaded."""
+        from tensorlib.models import hugging_face  # the file formats load when first used
+
+        config, state = hugging_face.read_folder(folder)
+        model = cls(config, dtype=dtype)
+        hugging_face.load_state(model, state, folder)
+        return model
+
+    def save_pretrained(self, folder: str | os.PathLike) -> None:
+        """Write this decoder as a Hugging Face folder that ``transformers``'
+        ``AutoModelForCausalLM.from_pretrained(folder)`` loads: ``config.json`` and
+        ``model.safetensors``, as a GPT-2 (LayerNorm, learned positions, a GELU MLP, biases,
+        no head bias) or a Llama (RMSNorm, rotary positions, SwiGLU, no head bias);
+        ValueError, and nothing written, for any other configuration."""
+        from tensorlib.models import hugging_face
+
+        hugging_face.write_folder(folder, self.config, self.state_dict())
 
     def _token_ids(self, token_ids: Any, what: str = "token id") -> np.ndarray:
         ids = F.token_ids(token_ids, self.config.vocabulary_size, what)
@@ -182,7 +244,9 @@ class Decoder(Module):
         else:
             start = self._cache_start(caches, batch, length)
         x = self.token_embedding(ids)  # (B, T, C)
-        if start == 0:
+        if self.positional_embedding is None:
+            pass  # rotary positions: each attention turns its queries and keys
+        elif start == 0:
             x = self.positional_embedding(x)  # (B, T, C)
         else:  # positions continue after the cached ones
             x = x + self.positional_embedding.table(np.arange(start, start + length))
@@ -255,8 +319,10 @@ class Decoder(Module):
 
     def extra_repr(self) -> str:
         c = self.config
+        design = c.design()
         return (f"vocabulary_size={c.vocabulary_size}, context_length={c.context_length}, "
-                f"channels={c.channels}, heads={c.heads}, layers={c.layers}")
+                f"channels={c.channels}, heads={c.heads}, layers={c.layers}"
+                + (f", {design}" if design else ""))
 
 
 def _cached_forward(model: Module, caches: list[KVCache]) -> Callable[[np.ndarray], Any]:

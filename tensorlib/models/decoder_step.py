@@ -9,8 +9,10 @@ prefill. It takes the model (``decoder_arrays``) only when the kernels are
 enabled (not ``reference_mode()``), no gradient is wanted, nothing observes the model (no
 forward hook anywhere, so no ``capture_activations``), every part of the model is the plain
 module it expects with its class's own forward (no LoRA or NF4 layer in a Linear's place, no
-subclass, no forward replaced on an instance or a class, no training-mode dropout) and the
-arrays are float32 or float64 numpy arrays; otherwise the modules run.
+subclass, no forward replaced on an instance or a class, no training-mode dropout), the
+configuration is GPT-2's shape (LayerNorm, learned positions, a GELU MLP of either form, full
+multi-head attention; biases and tying as it likes) and the arrays are float32 or float64
+numpy arrays; otherwise the modules run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tensorlib.engine.ops.attention import attend
 from tensorlib.engine.ops.function import Function, _implementation, _Unrecorded
 from tensorlib.engine.typing import Array
 from tensorlib.models.decoder import Decoder, DecoderBlock
+from tensorlib.models.decoder_config import GELU_APPROXIMATE, DecoderConfig
 from tensorlib.nn.attention import KVCache, MultiheadAttention
 from tensorlib.nn.container import ModuleList
 from tensorlib.nn.layers import (
@@ -75,7 +78,7 @@ class BlockArrays(NamedTuple):
     attention_norm: tuple[Array | None, Array | None, float]  # weight (C,), bias (C,), eps
     qkv_weight: Array  # (3C, C), C-contiguous: row block i is W[i]ᵀ (i = query, key, value),
     # the fused weight MultiheadAttention.forward builds, made once per generate call
-    qkv_bias: Array  # (3C,)
+    qkv_bias: Array | None  # (3C,)
     output: tuple[Array, Array | None]  # weight (C, C), bias (C,)
     mlp_norm: tuple[Array | None, Array | None, float]
     mlp_input: tuple[Array, Array | None]  # (4C, C), (4C,)
@@ -179,7 +182,12 @@ def prepare_decoder_step(model: Decoder, caches: Sequence[KVCache]) -> CachedSte
         return None
 
     def step(ids: np.ndarray) -> np.ndarray:
-        return decoder_step(arrays, ids, caches[0].length, caches, _layer_norm, _gelu)
+        return decoder_step(arrays, ids, caches[0].length, caches, _layer_norm, gelu)
+
+    form = GELU_APPROXIMATE[model.config.mlp]  # exact, or GPT-2's tanh form
+
+    def gelu(a: np.ndarray) -> np.ndarray:
+        return _gelu(a, form)
 
     return step
 
@@ -193,7 +201,8 @@ def decoder_arrays(model: Any) -> DecoderArrays | None:
     place, a subclass, a forward replaced on an instance or on the class), a dropout would
     drop (training mode), or the parameters are not numpy arrays of one dtype, float32 or
     float64. The fused ``(3C, C)`` Q/K/V weight of each block is made here."""
-    if not enabled() or autograd.is_grad_enabled() or not _plain(model, Decoder):
+    if not enabled() or autograd.is_grad_enabled() or not _plain(model, Decoder) \
+            or not _gpt2_shape(model.config):
         return None
     parts = _plain_children(model, _DECODER_PARTS)
     if parts is None or type(model.blocks) is not ModuleList:
@@ -217,6 +226,16 @@ def decoder_arrays(model: Any) -> DecoderArrays | None:
     return arrays
 
 
+def _gpt2_shape(config: Any) -> bool:
+    """The configurations ``decoder_step`` computes: GPT-2's shape (LayerNorm, learned
+    positions, a GELU MLP of either form, full multi-head attention), with or without
+    biases and tied embeddings. RMSNorm, rotary positions, SwiGLU and grouped-query
+    attention run through the modules."""
+    return isinstance(config, DecoderConfig) and config.norm == "layer" \
+        and config.positions == "learned" and config.mlp in GELU_APPROXIMATE \
+        and config.key_value_heads == config.heads
+
+
 def _plain(module: Any, kind: type[Module]) -> bool:
     """``module`` is exactly a ``kind``, with no forward hook and the forward ``kind`` had
     when this module was imported (none replaced on the instance or on the class)."""
@@ -235,7 +254,8 @@ def _plain_children(module: Module, kinds: dict[str, type[Module]]) -> list[Any]
 
 
 def _block_arrays(block: Any) -> BlockArrays | None:
-    if not _plain(block, DecoderBlock):
+    if not _plain(block, DecoderBlock) or set(block._modules) != set(_BLOCK_PARTS) \
+            or block.mlp_kind not in GELU_APPROXIMATE:
         return None
     parts = _plain_children(block, _BLOCK_PARTS)
     if parts is None:
@@ -245,10 +265,12 @@ def _block_arrays(block: Any) -> BlockArrays | None:
     if inside is None:
         return None
     output, output_dropout = inside[:2]
-    if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)):
+    if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)) \
+            or (attention.training and attention.attention_dropout > 0.0):
         return None
     return BlockArrays(attention.heads, _norm_arrays(attention_norm), _fused_qkv(attention),
-                       attention.qkv_bias.numpy().reshape(-1), _linear_arrays(output),
+                       None if attention.qkv_bias is None
+                       else attention.qkv_bias.numpy().reshape(-1), _linear_arrays(output),
                        _norm_arrays(mlp_norm), _linear_arrays(mlp_input),
                        _linear_arrays(mlp_output))
 
@@ -276,10 +298,10 @@ def _layer_norm(x: np.ndarray, weight: Array | None, bias: Array | None, eps: fl
     return _op_forward(ops.LayerNorm, x, weight, bias, eps=eps)
 
 
-def _gelu(a: np.ndarray) -> np.ndarray:
-    """What the Gelu op computes (exact GELU), on an array (the ``gelu`` of
-    ``decoder_step``)."""
-    return _op_forward(ops.Gelu, a)
+def _gelu(a: np.ndarray, approximate: str) -> np.ndarray:
+    """What the Gelu op computes (exact GELU, or its tanh form), on an array (the ``gelu``
+    of ``decoder_step``)."""
+    return _op_forward(ops.Gelu, a, approximate=approximate)
 
 
 # The children a cached forward calls, and what each must be for decoder_step to stand in.

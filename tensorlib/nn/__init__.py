@@ -22,7 +22,7 @@ import importlib
 from typing import Any
 
 from tensorlib.nn import functional, init, utils
-from tensorlib.nn.attention import KVCache, MultiheadAttention
+from tensorlib.nn.attention import GroupedQueryAttention, KVCache, MultiheadAttention
 from tensorlib.nn.capture import ActivationCapture, capture_activations
 from tensorlib.nn.container import ModuleDict, ModuleList, Sequential
 from tensorlib.nn.convolution import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
@@ -85,7 +85,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "GELU", "MLP", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-    "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "Hardswish", "HookPoint",
+    "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "GroupedQueryAttention",
+    "Hardswish", "HookPoint",
     "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding",
     "RMSNorm", "ReLU", "ReLU6", "RotaryEmbedding", "SwiGLU",

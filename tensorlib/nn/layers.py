@@ -202,30 +202,29 @@ class PositionalEmbedding(Module):
 class LayerNorm(Module):
     """Normalize the last axis (biased variance, as PyTorch), then ``· weight + bias``.
 
-    ``weight`` starts at one and ``bias`` at zero; ``affine=False`` has no parameters.
+    ``weight`` starts at one and ``bias`` at zero; ``affine=False`` has no parameters, and
+    ``bias=False`` (PyTorch's argument, nanoGPT's ``bias`` option) no bias.
     """
 
     def __init__(self, normalized_width: int, eps: float = 1e-5, affine: bool = True,
-                 dtype: Any = np.float32):
+                 dtype: Any = np.float32, bias: bool = True):
         super().__init__()
         self.normalized_width = validation.dimension(normalized_width, "normalized_width")
         self.eps = validation.positive(eps, "LayerNorm eps")
         dtype = validation.float_dtype(dtype)
-        if affine:
-            self.weight: Parameter | None = Parameter(initialize("one", (self.normalized_width,),
-                                                                 dtype=dtype))
-            self.bias: Parameter | None = Parameter(initialize("zero", (self.normalized_width,),
-                                                               dtype=dtype))
-        else:
-            self.weight = None
-            self.bias = None
+        with_bias = validation.boolean(bias, "LayerNorm bias")
+        self.weight: Parameter | None = Parameter(initialize(
+            "one", (self.normalized_width,), dtype=dtype)) if affine else None
+        self.bias: Parameter | None = Parameter(initialize(
+            "zero", (self.normalized_width,), dtype=dtype)) if affine and with_bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         check_input(x, "LayerNorm", self.normalized_width)
         return F.layer_norm(x, (self.normalized_width,), self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_width}, eps={self.eps}, affine={self.weight is not None}"
+        text = f"{self.normalized_width}, eps={self.eps}, affine={self.weight is not None}"
+        return text + (", bias=False" if self.weight is not None and self.bias is None else "")
 
 
 # --------------------------------------------------------------------------------- BatchNorm

@@ -80,12 +80,35 @@ def parse_safetensors(contents: bytes, source: str) -> dict[str, np.ndarray]:
     """The arrays of a safetensors file's bytes. The safetensors library checks the layout
     before it makes any array (a header length within the file, a JSON header, known dtypes,
     shapes of non-negative ints, offsets that tile the data exactly, each array's byte count
-    its shape times its item size); anything wrong raises CheckpointError naming ``source``."""
+    its shape times its item size); anything wrong raises CheckpointError naming ``source``.
+    bfloat16 arrays are returned as float32 (exactly: numpy has no bfloat16)."""
+    bfloat16 = _bfloat16_names(contents, source) if b'"BF16"' in contents[:1 << 20] else []
+    if bfloat16:  # numpy has no bfloat16: read its bits as uint16 (same size, same checks)
+        length = struct.unpack_from("<Q", contents)[0]
+        header = contents[8:8 + length].replace(b'"BF16"', b'"U16" ')
+        contents = contents[:8] + header + contents[8 + length:]
     try:
-        return safetensors_numpy.load(contents)
+        arrays = safetensors_numpy.load(contents)
     except Exception as error:  # the reader raises its own error types, and TypeError
         raise CheckpointError(f"{source} is not a readable safetensors file "
                               f"({type(error).__name__}: {error})") from None
+    for name in bfloat16:  # a bfloat16 is the top half of the float32 of the same value
+        arrays[name] = (arrays[name].astype(np.uint32) << 16).view(np.float32)
+    return arrays
+
+
+def _bfloat16_names(contents: bytes, source: str) -> list[str]:
+    """The names of the bfloat16 arrays in the header of safetensors bytes (Llama's weights
+    are stored so; they are read as float32, which holds every bfloat16 exactly)."""
+    if len(contents) < 8:
+        return []
+    (length,) = struct.unpack_from("<Q", contents)
+    try:
+        header = strict_json(contents[8:8 + length], f"the header of {source}")
+    except CheckpointError:
+        return []  # the safetensors reader names what is wrong
+    return [name for name, entry in header.items() if isinstance(entry, dict)
+            and entry.get("dtype") == "BF16"] if isinstance(header, dict) else []
 
 
 def safetensors_metadata(contents: bytes, source: str) -> dict[str, str]:

@@ -78,6 +78,7 @@ __all__ = [
     "run_rung",
     "rung_loss",
     "save_ladder",
+    "train_rung",
     "scored_logits",
 ]
 
@@ -374,6 +375,15 @@ def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int 
     if not 1 <= steps <= budget.steps:
         raise ValueError(f"steps must be in [1, {budget.steps}] (the budget's), got {steps}")
     model = build_rung(rung, data, budget.seed)
+    return train_rung(model, rung, DESCRIPTIONS[rung], data, budget, steps, progress,
+                      evaluate), model
+
+
+def train_rung(model: Module, rung: str, description: str, data: LadderData, budget: Budget,
+               steps: int, progress: bool = True, evaluate: bool = True) -> RungResult:
+    """Train ``model`` for the first ``steps`` steps of ``budget`` (its batches from
+    ``Rng(budget.seed + 1)``) and score it on ``data``'s validation names: what
+    :func:`run_rung` does once it has built a rung's model."""
     optimizer = AdamW(model, lr=budget.learning_rate, weight_decay=budget.weight_decay)
     schedule = WarmupCosineSchedule(optimizer, base_lr=budget.learning_rate,
                                     warmup_steps=budget.warmup_steps,
@@ -413,10 +423,8 @@ def run_rung(rung: str, data: LadderData, budget: Budget = Budget(), steps: int 
     else:
         train_loss = final_loss = math.nan
         by_position, count_list = [], []
-    result = RungResult(rung, DESCRIPTIONS[rung], model.num_parameters(), steps, characters,
-                        seconds, train_loss, final_loss, curve, train_curve, by_position,
-                        count_list)
-    return result, model
+    return RungResult(rung, description, model.num_parameters(), steps, characters, seconds,
+                      train_loss, final_loss, curve, train_curve, by_position, count_list)
 
 
 # ================================================================================= the ladder

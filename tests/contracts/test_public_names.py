@@ -132,6 +132,18 @@ def test_the_former_paths_in_a_fresh_process():
                                     "tensorlib.saving.checkpoint_reader"]
 
 
+def test_a_programs_own_modules_named_as_former_paths_are_its_own(tmp_path):
+    """A former path is ``tensorlib.<name>``: a program's (or a library's) own top-level
+    ``kernels``, ``metrics`` or ``train`` imports as itself after ``import tensorlib``."""
+    for name in ("kernels", "metrics", "train"):
+        (tmp_path / f"{name}.py").write_text(f"WHO = {name!r}\n")
+    program = ("import tensorlib\nimport kernels, metrics, train\n"
+               "print(kernels.WHO, metrics.WHO, train.WHO)\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            check=True, cwd=tmp_path)
+    assert result.stdout.split() == ["kernels", "metrics", "train"]
+
+
 def test_the_folders_import_only_from_below():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "import_graph.py")],
                             capture_output=True, text=True)

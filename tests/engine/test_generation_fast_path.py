@@ -307,6 +307,42 @@ def test_training_mode_dropout_reference_mode_and_other_dtypes_fall_back(steps):
     assert steps.calls == 3
 
 
+@pytest.mark.parametrize("design", [
+    {"mlp": "gelu_tanh", "head_bias": False, "tie_embeddings": True},  # GPT-2's own shape
+    {"bias": False, "head_bias": False},  # nanoGPT's bias=False
+    {"mlp": "gelu_tanh", "tie_embeddings": True, "attention_dropout": 0.2},
+])
+def test_gpt2_shapes_take_the_fast_path_with_the_modules_logits(design, steps, monkeypatch):
+    model = make_decoder(6, config=DecoderConfig(11, 8, 16, 4, 2, **design))
+    if design.get("attention_dropout"):
+        with tl.no_grad():
+            assert generation.decoder_arrays(model) is None  # training: it would drop
+        model.eval()
+    ids = Rng(7).integers(0, 11, (2, 8))
+    pieces = ((0, 3), (3, 4), (4, 8))
+    for a, b in zip(kernel_logits(model, ids, pieces), cached_logits(model, ids, pieces),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    prompt = Rng(8).integers(0, 11, (2, 2))
+    fast = model.generate(prompt, 5, rng=Rng(9))
+    assert steps.calls == len(pieces) + 5
+    module_path(monkeypatch)
+    np.testing.assert_array_equal(model.generate(prompt, 5, rng=Rng(9)), fast)
+
+
+@pytest.mark.parametrize("design", [{"norm": "rms"}, {"positions": "rotary"}, {"mlp": "swiglu"},
+                                    {"kv_heads": 2}])
+def test_todays_pieces_run_through_the_modules(design, steps):
+    model = make_decoder(10, config=DecoderConfig(11, 8, 16, 4, 2, **design))
+    with tl.no_grad():
+        assert generation.decoder_arrays(model) is None
+    prompt = Rng(11).integers(0, 11, (2, 2))
+    tokens = model.generate(prompt, 5, rng=Rng(12))
+    assert steps.calls == 0
+    np.testing.assert_array_equal(model.generate(prompt, 5, rng=Rng(12), use_cache=False),
+                                  tokens)
+
+
 # --------------------------------------------------------------------------------- refusals
 def test_bad_input_is_refused_as_before_and_leaves_the_caches_alone(steps):
     model = make_decoder(5)

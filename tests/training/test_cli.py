@@ -53,7 +53,11 @@ def test_train_names_writes_the_run(run):
     assert (folder / "loss_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     config = json.loads((folder / "config.json").read_text())
     assert config["model"] == {"vocabulary_size": 27, "context_length": 8, "channels": 16,
-                               "heads": 2, "layers": 1, "dropout": 0.0, "eps": 1e-5}
+                               "heads": 2, "layers": 1, "dropout": 0.0, "eps": 1e-5,
+                               "norm": "layer", "positions": "learned", "rope_theta": 10000.0,
+                               "mlp": "gelu", "mlp_hidden": None, "kv_heads": None,
+                               "attention_dropout": 0.0, "bias": True, "head_bias": True,
+                               "tie_embeddings": False}
     assert config["characters"] == list(".abcdefghijklmnopqrstuvwxyz")
     assert config["seed"] == 0 and config["kind"] == "last"
     described = checkpoint.inspect(folder / "checkpoint.tlckpt")
@@ -237,3 +241,44 @@ def test_python_dash_m_reports_errors_without_a_traceback(tmp_path):
     assert result.stdout == ""
     assert result.stderr.strip() == ("tensorlib train-names: error: --channels (30) must be "
                                      "divisible by --heads (4)")
+
+
+# --------------------------------------------------------------------------------- generate
+def pretrained_folder(tmp_path, with_tokenizer):
+    """A small GPT-2 folder written by tensorlib; with GPT-2's file pair for its 256 byte
+    tokens (no merges) when ``with_tokenizer``."""
+    from tensorlib.data.bpe import _printable
+
+    config = DecoderConfig(256, 16, 16, 2, 1, mlp="gelu_tanh", head_bias=False,
+                           tie_embeddings=True)
+    model = Decoder(config, rng=Rng(3))
+    model.save_pretrained(tmp_path)
+    if with_tokenizer:
+        vocab = {_printable(bytes([b])): b for b in range(256)}
+        (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+        (tmp_path / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    return model
+
+
+def test_generate_continues_a_prompt_from_a_hugging_face_folder(tmp_path, capsys):
+    model = pretrained_folder(tmp_path, with_tokenizer=True)
+    assert main(["generate", str(tmp_path), "--prompt", "ab", "--max-new-tokens", "5",
+                 "--top-k", "1"]) == 0
+    heading, text = capsys.readouterr().out.split("\n", 1)
+    assert heading.startswith(f"{tmp_path}: DecoderConfig(vocabulary_size=256")
+    new_ids = model.generate([[97, 98]], 5, top_k=1, rng=Rng(0))[0, 2:].tolist()
+    assert text == "ab" + bytes(new_ids).decode("utf-8", "replace") + "\n"
+
+
+def test_generate_takes_token_ids_and_names_what_is_missing(tmp_path, capsys):
+    model = pretrained_folder(tmp_path, with_tokenizer=False)
+    assert main(["generate", str(tmp_path), "--prompt-ids", "5,6", "--max-new-tokens", "3",
+                 "--seed", "4"]) == 0
+    expected = model.generate([[5, 6]], 3, rng=Rng(4))[0, 2:].tolist()
+    assert capsys.readouterr().out.splitlines()[1] == "5,6 | " + ",".join(map(str, expected))
+    assert main(["generate", str(tmp_path), "--prompt", "hi"]) == 2
+    assert "has no vocab.json and merges.txt to encode --prompt with" in error_line(capsys)
+    assert main(["generate", str(tmp_path), "--prompt-ids", "5,300"]) == 2
+    assert "at least one token id below 256" in error_line(capsys)
+    assert main(["generate", str(tmp_path / "nowhere"), "--prompt-ids", "1"]) == 2
+    assert "has no config.json" in error_line(capsys)

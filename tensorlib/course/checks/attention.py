@@ -406,7 +406,8 @@ def _last_numpy(module: MultiheadAttention, x: np.ndarray, divide_by: str = "D",
     not transposed or its bias left out."""
     batch, _, channels = x.shape
     heads, width = module.heads, module.head_width
-    weight, bias = module.qkv_weight.numpy(), module.qkv_bias.numpy()
+    weight = module.qkv_weight.numpy()
+    bias = np.zeros((3, channels)) if module.qkv_bias is None else module.qkv_bias.numpy()
     bias = bias if qkv_bias else np.zeros_like(bias)
     q = x[:, -1:] @ weight[0] + bias[0]                                         # (B, 1, C)
     k, v = x @ weight[1] + bias[1], x @ weight[2] + bias[2]                     # (B, T, C)

@@ -34,6 +34,7 @@ from tensorlib.nn.functional.attention import (
     causal_softmax,
     causal_softmax_reference,
     merge_heads,
+    repeat_heads,
     scaled_dot_product_attention,
     split_heads,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "pad",
     "relu",
     "relu6",
+    "repeat_heads",
     "resolve_rng",
     "rms_norm",
     "rms_norm_reference",

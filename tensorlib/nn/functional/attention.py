@@ -166,7 +166,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                 low=0.0, high=1.0)
     scale = _attention_scale(scale, query.shape[-1], "scaled_dot_product_attention")
     if enable_gqa and key.shape[-3] != query.shape[-3]:
-        key, value = (_repeat_heads(t, query.shape[-3] // t.shape[-3]) for t in (key, value))
+        key, value = (repeat_heads(t, query.shape[-3] // t.shape[-3]) for t in (key, value))
     length, keys = query.shape[-2], key.shape[-2]
     scores = query @ key.transpose(-2, -1)  # (..., L, S)
     if is_causal and length == keys:
@@ -225,9 +225,11 @@ def _check_sdpa(query: Any, key: Any, value: Any, attn_mask: Any, is_causal: Any
                          f"to the scores' shape {scores_shape}") from None
 
 
-def _repeat_heads(tensor: Tensor, times: int) -> Tensor:
+def repeat_heads(tensor: Tensor, times: int) -> Tensor:
     """``(..., H, S, D)`` → ``(..., H·times, S, D)``, each head repeated ``times`` times in
-    a row (PyTorch's ``repeat_interleave`` on axis -3); gradients add up over the copies."""
+    a row (PyTorch's ``repeat_interleave`` on axis -3, Hugging Face's ``repeat_kv``): how
+    grouped-query attention gives each query head its key/value head. Gradients add up over
+    the copies."""
     *leading, heads, length, width = tensor.shape
     wide = tensor.unsqueeze(-3).expand(*leading, heads, times, length, width)
     return wide.reshape(*leading, heads * times, length, width)

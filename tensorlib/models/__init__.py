@@ -1,7 +1,10 @@
 """The models the workbook trains, each in one file, built from :mod:`tensorlib.nn`.
 
-``decoder``: the GPT-style decoder (notebooks 14, 15, 19), with ``decoder_step`` beside it,
-its cached generation step on raw arrays; ``wavenet`` (12b); ``programmed``, sequence cores
+``decoder``: the GPT-style decoder (notebooks 14, 15, 19), in the configurations
+``decoder_config`` names (GPT-2's pieces or today's: RMSNorm, rotary positions, SwiGLU,
+grouped-query attention; notebook 15b), with ``decoder_step`` beside it, its cached
+generation step on raw arrays, and ``hugging_face``, its Hugging Face folders (GPT-2 and
+Llama); ``wavenet`` (12b); ``programmed``, sequence cores
 whose weights are written by hand (21); ``bigram_counts``, the count-based bigram every
 neural name model must beat (12, 15).
 """

@@ -67,11 +67,13 @@ def build_design(design: str | Mapping[str, Any], data: LadderData, seed: int = 
 
 def run_designs(designs: Sequence[str], seeds: Sequence[int], data: LadderData,
                 budget: Budget | None = None, steps: int | None = None, progress: bool = False,
-                report: Callable[[str, int, RungResult], Any] | None = None) -> dict[str, Any]:
+                report: Callable[[str, int, RungResult], Any] | None = None,
+                evaluate: bool = True) -> dict[str, Any]:
     """Train every design from every seed (``budget`` with that seed; the first ``steps``
     steps only, when given) and return the JSON-ready record: per design and seed its
     result (:class:`RungResult` as a dict). ``report(design, seed, result)`` after each.
-    ``budget`` None is the ladder's, :class:`Budget`'s defaults."""
+    ``budget`` None is the ladder's, :class:`Budget`'s defaults; ``evaluate=False`` skips
+    the validation losses (as :func:`~tensorlib.training.ladder.run_rung`'s)."""
     budget = Budget() if budget is None else budget
     runs: dict[str, dict[str, Any]] = {}
     for design in designs:
@@ -80,7 +82,7 @@ def run_designs(designs: Sequence[str], seeds: Sequence[int], data: LadderData,
             seeded = dataclasses.replace(budget, seed=seed)
             model = build_design(design, data, seed)
             result = train_rung(model, design, DESIGN_DESCRIPTIONS[design], data, seeded,
-                                budget.steps if steps is None else steps, progress)
+                                budget.steps if steps is None else steps, progress, evaluate)
             runs[design][str(seed)] = dataclasses.asdict(result)
             if report is not None:
                 report(design, seed, result)

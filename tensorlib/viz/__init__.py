@@ -18,6 +18,7 @@ from tensorlib.viz.graph import (
 # statistics and the training watch are computed in tensorlib.training.layer_statistics (no
 # matplotlib) and are also found here, where notebooks 07 and 12a import them from.
 _LAZY = {
+    "plot_design_curves": "ladder_curves",
     "plot_ladder_curves": "ladder_curves",
     "plot_loss_by_position": "ladder_curves",
     "ActivationTrace": "tensorlib.training.layer_statistics",
@@ -74,6 +75,7 @@ __all__ = [
     "plot_feature_maps",
     "plot_filters",
     "plot_functions",
+    "plot_design_curves",
     "plot_ladder_curves",
     "plot_gradient_histograms",
     "plot_images",

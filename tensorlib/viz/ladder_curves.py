@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from tensorlib.viz.figures import figure_and_axes, finish_axes
 
-__all__ = ["plot_ladder_curves", "plot_loss_by_position"]
+__all__ = ["plot_design_curves", "plot_ladder_curves", "plot_loss_by_position"]
 
 LOSS_LABEL = "validation loss (nats per character)"
 
@@ -73,4 +73,30 @@ def plot_loss_by_position(record: dict[str, Any],
     axes.patch.set_visible(False)
     finish_axes(axes, "position in the name (letters already seen)", LOSS_LABEL, title,
                  loc="upper right", fontsize="small")
+    return figure
+
+
+def plot_design_curves(record: dict[str, Any], from_step: int = 1000, ax: Axes | None = None,
+                       title: str | None = "decoder designs: validation loss") -> Figure:
+    """Each design's validation loss against the step in a record of
+    :func:`tensorlib.training.decoder_designs.run_designs`: the mean over its seeds as a
+    line, the lowest and highest seed as a band around it, from ``from_step`` on (the first
+    steps' losses, far above, would flatten the rest)."""
+    if not isinstance(record, dict) or not isinstance(record.get("designs"), dict):
+        raise TypeError("expected a record of run_designs (or its JSON read back), a dict "
+                        "with a 'designs' mapping")
+    figure, axes = figure_and_axes(ax, (7.0, 4.0))
+    for index, (name, runs) in enumerate(record["designs"].items()):
+        curves = np.array([np.asarray(run["validation_curve"], dtype=np.float64)
+                           for run in runs.values()])  # (seeds, evaluations, 2)
+        steps, losses = curves[0, :, 0], curves[:, :, 1]
+        shown = steps >= from_step
+        final = losses[:, -1]
+        label = f"{name} ({final.mean():.3f}, {len(final)} seeds)"
+        axes.plot(steps[shown], losses[:, shown].mean(axis=0), color=f"C{index}",
+                  linewidth=1.5, label=label)
+        axes.fill_between(steps[shown], losses[:, shown].min(axis=0),
+                          losses[:, shown].max(axis=0), color=f"C{index}", alpha=0.15,
+                          linewidth=0)
+    finish_axes(axes, "step", LOSS_LABEL, title, loc="upper right", fontsize="small")
     return figure

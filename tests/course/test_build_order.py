@@ -38,6 +38,7 @@ BUILT_IN = {
     "MultiheadAttention": "13",
     "DecoderBlock": "14", "Decoder": "14", "DecoderConfig": "14",
     "BPETokenizer": "15a",
+    "RMSNorm": "15b", "RotaryEmbedding": "15b", "SwiGLU": "15b", "GroupedQueryAttention": "15b",
 }
 # `MLP` is two pieces: the scalar one (02) and the tensor one of tensorlib.nn (11).
 BUILT_IN_BY_MODULE = {("tensorlib.scalar", "MLP"): "02", ("tensorlib.nn", "MLP"): "11"}

@@ -3,9 +3,11 @@
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from tensorlib import Rng
 from tensorlib.command_line.main import main
 from tensorlib.command_line.names_gpt import sample_names
 from tensorlib.data import CharTokenizer, sequence_targets, stream_windows, token_stream
+from tensorlib.data.bpe import BPETokenizer
 from tensorlib.nn import Decoder, DecoderConfig
 from tensorlib.saving import checkpoint
 
@@ -282,3 +285,27 @@ def test_generate_takes_token_ids_and_names_what_is_missing(tmp_path, capsys):
     assert "at least one token id below 256" in error_line(capsys)
     assert main(["generate", str(tmp_path / "nowhere"), "--prompt-ids", "1"]) == 2
     assert "has no config.json" in error_line(capsys)
+
+
+GPT2_FILES = Path(os.environ.get("TENSORLIB_GPT2_FILES")
+                  or Path(__file__).resolve().parents[3] / "shared" / "data" / "gpt2")
+
+
+def test_generate_reads_a_gpt2_folder_with_gpt2s_own_tokenizer_files(tmp_path, capsys):
+    """GPT-2 small's shape at a tiny width (random weights): the hub's folder layout, with
+    GPT-2's published vocab.json and merges.txt beside the weights."""
+    if not (GPT2_FILES / "vocab.json").is_file():
+        pytest.skip(f"GPT-2's vocab.json and merges.txt are not in {GPT2_FILES}")
+    config = DecoderConfig(50257, 32, 16, 2, 1, mlp="gelu_tanh", head_bias=False,
+                           tie_embeddings=True)
+    model = Decoder(config, rng=Rng(4))
+    model.save_pretrained(tmp_path)
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copyfile(GPT2_FILES / name, tmp_path / name)
+    assert main(["generate", str(tmp_path), "--prompt", "Hello, world", "--max-new-tokens",
+                 "4", "--top-k", "1"]) == 0
+    heading, text = capsys.readouterr().out.split("\n", 1)
+    assert "vocabulary_size=50257" in heading and "tie_embeddings=True" in heading
+    new_ids = model.generate([[15496, 11, 995]], 4, top_k=1, rng=Rng(0))[0, 3:].tolist()
+    tokenizer = BPETokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    assert text == "Hello, world" + tokenizer.decode(new_ids) + "\n"

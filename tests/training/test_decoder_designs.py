@@ -3,6 +3,8 @@ is the ladder's decoder with the pieces it names, trained on the ladder's batche
 records of separate processes join into one table."""
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,3 +70,55 @@ def test_records_of_separate_processes_join_and_print_as_one_table(data):
     with pytest.raises(ValueError, match="different budgets"):
         merge_design_records([first, run_designs(["gpt2"], [2], data, Budget.of_steps(11),
                                                  steps=1)])
+
+
+# ==================================================================== the shipped results
+SHIPPED = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "decoder_designs"
+LADDER = SHIPPED.parent / "ladder" / "ladder.json"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return json.loads((SHIPPED / "designs.json").read_text(encoding="utf-8"))
+
+
+def test_the_shipped_designs_are_every_design_from_three_seeds_on_the_ladders_budget(shipped):
+    assert list(shipped["designs"]) == list(DESIGNS) and shipped["seeds"] == [0, 1, 2]
+    assert shipped["budget"] == dataclasses.asdict(Budget())
+    characters = {run["characters"] for runs in shipped["designs"].values()
+                  for run in runs.values()}
+    steps = shipped["budget"]["steps"]
+    for name, runs in shipped["designs"].items():
+        assert list(runs) == ["0", "1", "2"], name
+        for run in runs.values():
+            assert run["steps"] == steps and run["validation_curve"][-1][0] == steps
+    by_seed = [{run["characters"] for runs in shipped["designs"].values()
+                for seed, run in runs.items() if seed == s} for s in ("0", "1", "2")]
+    assert all(len(seen) == 1 for seen in by_seed) and len(characters) == 3  # paired batches
+    ladder = json.loads(LADDER.read_text(encoding="utf-8"))
+    decoder = next(rung for rung in ladder["rungs"] if rung["rung"] == "decoder")
+    gpt2 = shipped["designs"]["gpt2"]["0"]
+    assert gpt2["parameters"] == decoder["parameters"]
+    assert gpt2["train_curve"][0][1] == pytest.approx(decoder["train_curve"][0][1], abs=1e-6)
+    assert gpt2["validation_loss"] == pytest.approx(decoder["validation_loss"], abs=1e-3)
+
+
+def test_the_shipped_readme_shows_the_shipped_table(shipped):
+    readme = (SHIPPED / "README.md").read_text(encoding="utf-8")
+    assert design_table(shipped) in readme
+    front_page = (SHIPPED.parents[2] / "README.md").read_text(encoding="utf-8")
+    for name, runs in shipped["designs"].items():
+        losses = [run["validation_loss"] for run in runs.values()]
+        assert f"{np.mean(losses):.4f} (3 seeds: {min(losses):.4f} to {max(losses):.4f})" \
+            in front_page, name
+
+
+def test_the_picture_draws_the_shipped_file(shipped):
+    from tensorlib.viz import plot_design_curves
+
+    axes = plot_design_curves(shipped).axes[0]
+    labels = [line.get_label() for line in axes.get_lines()]
+    mean = np.mean([run["validation_loss"] for run in shipped["designs"]["gpt2"].values()])
+    assert labels[0] == f"gpt2 ({mean:.3f}, 3 seeds)" and len(labels) == len(DESIGNS)
+    with pytest.raises(TypeError, match="expected a record of run_designs"):
+        plot_design_curves({"rungs": []})

@@ -262,7 +262,7 @@ def _block_arrays(block: Any) -> BlockArrays | None:
         return None
     attention_norm, attention, mlp_norm, mlp_input, mlp_output, mlp_dropout = parts[:6]
     inside = _plain_children(attention, _ATTENTION_PARTS)
-    if inside is None:
+    if inside is None or set(attention._modules) != set(_ATTENTION_PARTS):  # no rotary child
         return None
     output, output_dropout = inside[:2]
     if any(d.training and d.p > 0.0 for d in (mlp_dropout, output_dropout)) \

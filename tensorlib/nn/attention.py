@@ -159,7 +159,9 @@ class _CausalSelfAttention(Module):
         scores = query @ key.transpose()  # (B, H, T, T_total)
         probabilities = self.probabilities(
             F.causal_softmax(scores, 1.0 / math.sqrt(self.head_width), start))
-        weights = F.dropout(probabilities, self.attention_dropout, self.training, rng=self.rng)
+        weights = probabilities  # dropped in training only; no call (and no check) otherwise
+        if self.training and self.attention_dropout > 0.0:
+            weights = F.dropout(probabilities, self.attention_dropout, rng=self.rng)
         out = self.output_dropout(self.output(F.merge_heads(weights @ value)))  # (B, T, C)
         return (out, probabilities) if return_attention else out
 

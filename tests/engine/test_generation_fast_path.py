@@ -343,6 +343,19 @@ def test_todays_pieces_run_through_the_modules(design, steps):
                                   tokens)
 
 
+def test_a_rotary_child_given_to_a_gpt2_shaped_attention_forces_the_module_path(steps):
+    model = make_decoder(13)
+    model.blocks[1].attention = tl.nn.MultiheadAttention(  # surgery, not a config
+        16, 4, rng=Rng(16), rotary=tl.nn.RotaryEmbedding(4, 8))
+    with tl.no_grad():
+        assert generation.decoder_arrays(model) is None
+    prompt = Rng(14).integers(0, 11, (2, 2))
+    tokens = model.generate(prompt, 5, rng=Rng(15))
+    assert steps.calls == 0
+    np.testing.assert_array_equal(model.generate(prompt, 5, rng=Rng(15), use_cache=False),
+                                  tokens)
+
+
 # --------------------------------------------------------------------------------- refusals
 def test_bad_input_is_refused_as_before_and_leaves_the_caches_alone(steps):
     model = make_decoder(5)

@@ -108,8 +108,9 @@ def torch_step(model: Any, optimizer: Any, batches: list[tuple]) -> Callable[[],
 
 
 def training_step(library: str, kind: str, batch: int) -> Callable[[], float]:
-    """A fresh training step of one library: ``kind`` "decoder", "mlp", "cnn8" or "cnn28",
-    the same initial weights (tensorlib's, copied into the torch twin) and batches for both."""
+    """A fresh training step of one library: ``kind`` "decoder", "mlp", "cnn8", "cnn28" or a
+    recurrent model ("gru128", "lstm256", ...), the same initial weights (tensorlib's, copied
+    into the torch twin) and batches for both."""
     if kind == "decoder":
         config = twins.decoder_config()
         model = twins.make_decoder(config)
@@ -118,6 +119,10 @@ def training_step(library: str, kind: str, batch: int) -> Callable[[], float]:
         size = int(kind[3:])
         model = twins.CNNClassifier(size)
         batches = twins.image_batches(batch, size, 4)
+    elif kind.startswith(("gru", "lstm")):
+        cell, hidden = kind.rstrip("0123456789"), int(kind.lstrip("grulstm"))
+        model = twins.RecurrentLanguageModel(cell, hidden)
+        batches = twins.token_batches(batch, RECURRENT_LENGTH, 4)
     else:
         model = twins.MLPLanguageModel()
         batches = twins.mlp_batches(batch, model.context, 4)
@@ -128,6 +133,8 @@ def training_step(library: str, kind: str, batch: int) -> Callable[[], float]:
         twin = twins.torch_decoder_class()(config)
     elif kind.startswith("cnn"):
         twin = twins.torch_cnn_class()(size)
+    elif kind.startswith(("gru", "lstm")):
+        twin = twins.torch_recurrent_class()(cell, hidden)
     else:
         twin = twins.torch_mlp_class()()
     twins.copy_weights_to_torch(model, twin)
@@ -201,7 +208,9 @@ def products_step(library: str, batch: int = 12) -> Callable[[], Any]:
 
 
 TRAINING_CASES = {"a": ("decoder", 12), "b": ("decoder", 64), "c": ("mlp", 32),
-                  "g": ("cnn8", 64), "h": ("cnn28", 32)}
+                  "g": ("cnn8", 64), "h": ("cnn28", 32), "i": ("gru128", 32),
+                  "j": ("gru256", 32), "k": ("lstm128", 32), "l": ("lstm256", 32)}
+RECURRENT_LENGTH = 32  # cases (i)-(l): sequences of 32 characters
 NEW_TOKENS = 63
 
 

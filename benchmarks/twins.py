@@ -14,6 +14,11 @@ import numpy as np
 
 import tensorlib as tl
 from tensorlib.nn import Conv2d, Decoder, DecoderConfig, Embedding, Linear, MaxPool2d, Module
+
+try:
+    from tensorlib.nn import GRU, LSTM
+except ImportError:  # trees older than the recurrent layers: cases (i)-(l) cannot run there
+    GRU = LSTM = None
 from tensorlib.nn import functional as F
 
 try:
@@ -102,6 +107,27 @@ def image_batches(batch: int, size: int, count: int, seed: int = 0) -> list[tupl
     rng = Rng(seed)
     return [(rng.normal(size=(batch, 1, size, size), dtype=np.float32),
              rng.integers(0, 10, size=(batch,)).astype(np.int64)) for _ in range(count)]
+
+
+class RecurrentLanguageModel(Module):
+    """Cases (i)-(l)'s character model: ``ids (B, T)`` → embedding (32) → one GRU or LSTM
+    layer of ``hidden`` (batch first) → ``Linear`` to 28 logits at every step."""
+
+    def __init__(self, cell: str, hidden: int, width: int = 32, seed: int = 0):
+        super().__init__()
+        rng = Rng(seed)
+        self.embedding = Embedding(VOCABULARY, width, rng=rng)
+        layer = GRU if cell == "gru" else LSTM
+        self.recurrent = layer(width, hidden, batch_first=True, rng=rng)
+        self.output = Linear(hidden, VOCABULARY, rng=rng)
+
+    def forward(self, ids: Any) -> tl.Tensor:
+        states, _ = self.recurrent(self.embedding(ids))                # (B, T, hidden)
+        return self.output(states)                                     # (B, T, 28)
+
+    def loss(self, ids: Any, targets: Any) -> tl.Tensor:
+        logits = self.forward(ids)
+        return F.cross_entropy(logits.reshape(-1, VOCABULARY), np.asarray(targets).reshape(-1))
 
 
 # --------------------------------------------------------------------------------- torch side
@@ -265,6 +291,28 @@ def torch_cnn_class() -> type:
             return tf.cross_entropy(self.forward(images), labels)
 
     return TorchCNNClassifier
+
+
+def torch_recurrent_class() -> type:
+    import torch
+    from torch import nn
+    from torch.nn import functional as tf
+
+    class TorchRecurrentLanguageModel(nn.Module):
+        def __init__(self, cell: str, hidden: int, width: int = 32):
+            super().__init__()
+            self.embedding = nn.Embedding(VOCABULARY, width)
+            layer = nn.GRU if cell == "gru" else nn.LSTM
+            self.recurrent = layer(width, hidden, batch_first=True)
+            self.output = nn.Linear(hidden, VOCABULARY)
+
+        def loss(self, ids: Any, targets: Any) -> Any:
+            states, _ = self.recurrent(self.embedding(torch.as_tensor(ids)))
+            logits = self.output(states)
+            return tf.cross_entropy(logits.reshape(-1, VOCABULARY),
+                                    torch.as_tensor(targets).reshape(-1))
+
+    return TorchRecurrentLanguageModel
 
 
 def copy_weights_to_torch(source: Module, target: Any) -> None:

@@ -15,7 +15,7 @@ clipping, compares its loss with the count-based bigram baseline on the same win
 ``checkpoint.tlckpt`` (TLCKPT with AdamW and RNG state, or the parameters only with
 ``--weights-only``), ``config.json`` and ``loss_curve.png`` into the output folder, and
 prints sampled names. ``sample-names`` loads such a run and prints new names. ``ladder``
-trains notebook 15's ladder of seven surname models under one budget
+trains notebook 15's ladder of ten surname models under one budget
 (``tensorlib.training.ladder``), prints their table and writes it as ``ladder.json``. ``progress``
 prints, notebook by notebook and in the order of their cells, which core pieces and exercises are
 done, as their check cells last recorded (``tensorlib.course.checks.progress``), and the whole
@@ -178,9 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     ladder = commands.add_parser(
         "ladder", help="train the capstone's ladder of surname models",
         description="Train the ladder of notebook 15 under one budget: bigram counts, an MLP "
-                    "on 3 characters, an MLP and a WaveNet on the whole name, attention "
-                    "with one head and with 4 heads, and the Decoder; print their table and "
-                    "write it as ladder.json.",
+                    "on 3 characters, an MLP and a WaveNet on the whole name, a vanilla RNN, "
+                    "a GRU and an LSTM, attention with one head and with 4 heads, and the "
+                    "Decoder; print their table and write it as ladder.json.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ladder.add_argument("--steps", type=_positive_int, default=10_000,
                         help="optimizer steps of every trained rung")

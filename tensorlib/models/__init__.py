@@ -4,7 +4,8 @@
 ``decoder_config`` names (GPT-2's pieces or today's: RMSNorm, rotary positions, SwiGLU,
 grouped-query attention; notebook 15b), with ``decoder_step`` beside it, its cached
 generation step on raw arrays, and ``hugging_face``, its Hugging Face folders (GPT-2 and
-Llama); ``wavenet`` (12b); ``programmed``, sequence cores
+Llama); ``wavenet`` (12b); ``recurrent_names``, an RNN, GRU or LSTM over the
+characters (12d); ``programmed``, sequence cores
 whose weights are written by hand (21); ``bigram_counts``, the count-based bigram every
 neural name model must beat (12, 15).
 """
@@ -16,6 +17,7 @@ from tensorlib.models.programmed import (
     ProgrammedSequenceCore,
     induction_targets,
 )
+from tensorlib.models.recurrent_names import RecurrentNameModel
 from tensorlib.models.wavenet import WaveNet, WaveNetLevel
 
 
@@ -29,6 +31,6 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BigramModel", "Decoder", "DecoderBlock", "DecoderConfig", "ProgramAugmentedModel",
-    "ProgrammedAttentionHead", "ProgrammedSequenceCore", "WaveNet", "WaveNetLevel",
-    "induction_targets",
+    "ProgrammedAttentionHead", "ProgrammedSequenceCore", "RecurrentNameModel", "WaveNet",
+    "WaveNetLevel", "induction_targets",
 ]

@@ -6,10 +6,11 @@ and PyTorch's in-place functions from ``init_in_place``), PyTorch's ``utils`` (g
 clipping, parameters as a vector), the functional API (``functional``, imported as ``F``), and
 the layers: linear, embeddings, norms, activations, dropout and the MLP (``layers``), RMSNorm
 (``rms_norm``), rotary positions (``positions``), the gated feed-forward SwiGLU
-(``feed_forward``), convolution and pooling (``convolution``), multi-head attention with its
-key/value cache (``attention``), and the recording of what a model computes inside
-(``capture``). Built in notebooks 06 (modules and parameters), 07 (initialization), 08
-(layers), 12a (batch norm), 12c (convolutions) and 13 (attention). The splitmix64 generator the
+(``feed_forward``), convolution and pooling (``convolution``), the recurrent layers RNN, GRU
+and LSTM and their cells (``recurrent``), multi-head attention with its key/value cache
+(``attention``), and the recording of what a model computes inside (``capture``). Built in
+notebooks 06 (modules and parameters), 07 (initialization), 08 (layers), 12a (batch norm),
+12c (convolutions), 12d (recurrent nets) and 13 (attention). The splitmix64 generator the
 layers draw from is :class:`tensorlib.Rng`.
 
 The models built from these layers live one folder up, in :mod:`tensorlib.models`, and the
@@ -57,6 +58,7 @@ from tensorlib.nn.modes import evaluation_mode
 from tensorlib.nn.module import Module
 from tensorlib.nn.parameter import Parameter
 from tensorlib.nn.positions import RotaryEmbedding
+from tensorlib.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tensorlib.nn.rms_norm import RMSNorm
 from tensorlib.nn.state_dict import StateDictError
 
@@ -85,7 +87,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "GELU", "MLP", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-    "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "GroupedQueryAttention",
+    "Dropout", "Embedding", "Flatten", "FlattenConsecutive", "GRU", "GRUCell",
+    "GroupedQueryAttention", "LSTM", "LSTMCell", "RNN", "RNNCell",
     "Hardswish", "HookPoint",
     "Identity", "LayerNorm", "LeakyReLU", "Linear", "MaxPool1d", "MaxPool2d", "Mish", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "PositionalEmbedding",

@@ -1,4 +1,4 @@
-"""The capstone's ladder: seven models of surnames, from counting to a transformer.
+"""The capstone's ladder: ten models of surnames, from counting to a transformer.
 
 Each rung adds one thing to the rung below it, and all of them are scored on the same
 validation characters and trained on the same batches, under one budget:
@@ -10,6 +10,10 @@ validation characters and trained on the same batches, under one budget:
                many parameters as the decoder
 ``wavenet``    the WaveNet of notebook 12b over 16 tokens (the whole name), as many
                parameters as the decoder
+``rnn``        notebook 12d's vanilla RNN (tanh) over the whole name so far, as many
+               parameters as the decoder
+``gru``        the same with a GRU
+``lstm``       the same with an LSTM
 ``one_head``   token and position embeddings, one causal attention head, no MLP
 ``heads``      the same block with 4 heads of a quarter of the width
 ``decoder``    notebook 15's long-run Decoder: 4 pre-norm attention-MLP blocks
@@ -19,7 +23,8 @@ A name is one row, as notebook 15 reads it: the input is ``.`` followed by the n
 target the name followed by ``.``, padded to the longest name (``T = 14`` for the census
 surnames), and ``valid`` marks the real targets. Position ``t`` predicts target ``t``; the
 window models (the MLPs and the WaveNet) see the last ``context`` input tokens up to ``t``
-(``.``-padded on the left), the attention models every input token up to ``t``.
+(``.``-padded on the left), the recurrent models carry a state through every input token up
+to ``t``, the attention models see every input token up to ``t``.
 
 The budget (:class:`Budget`): every trained rung takes the same ``steps`` AdamW steps on the
 same batches of random training names (one seeded generator, so step ``s`` shows every rung
@@ -50,6 +55,7 @@ from tensorlib.engine.splitmix64 import Rng
 from tensorlib.engine.tensor import Tensor
 from tensorlib.models.bigram_counts import BigramModel
 from tensorlib.models.decoder import Decoder, DecoderConfig
+from tensorlib.models.recurrent_names import RecurrentNameModel
 from tensorlib.models.wavenet import TANH_GAIN, WaveNet
 from tensorlib.nn import functional as F
 from tensorlib.nn.attention import MultiheadAttention
@@ -82,18 +88,23 @@ __all__ = [
     "scored_logits",
 ]
 
-RUNGS: tuple[str, ...] = ("bigram", "mlp3", "mlp_name", "wavenet", "one_head", "heads",
-                          "decoder")
+RUNGS: tuple[str, ...] = ("bigram", "mlp3", "mlp_name", "wavenet", "rnn", "gru", "lstm",
+                          "one_head", "heads", "decoder")
 DESCRIPTIONS: dict[str, str] = {
     "bigram": "bigram counts (add-one)",
     "mlp3": "MLP, previous 3 characters",
     "mlp_name": "MLP, whole name so far",
     "wavenet": "WaveNet, whole name so far",
+    "rnn": "RNN (tanh), 405 units",
+    "gru": "GRU, 225 units",
+    "lstm": "LSTM, 192 units",
     "one_head": "one attention head, no MLP",
     "heads": "4 attention heads, no MLP",
     "decoder": "Decoder, 4 blocks",
 }
 EVALUATION_CHUNK = 1024  # rows per forward pass when scoring a split
+# the recurrent rungs' widths: as many parameters as the decoder's 204,443, within 0.5%
+RECURRENT_WIDTHS = {"rnn": 405, "gru": 225, "lstm": 192}
 
 
 @dataclass(frozen=True)
@@ -250,7 +261,8 @@ class AttentionOnly(Module):
 
 def build_rung(rung: str, data: LadderData, seed: int = 0) -> Module:
     """The untrained model of a trained rung, initialized from ``Rng(seed)``. The attention
-    models' heads are scaled by 0.1 (notebook 15's fix: the first loss near ln V)."""
+    and recurrent models' heads are scaled by 0.1 (notebook 15's fix: the first loss near
+    ln V)."""
     vocabulary, length, rng = data.vocabulary_size, data.length, Rng(seed)
     if rung == "mlp3":
         return WindowModel(ContextMLP(vocabulary, 3, width=10, hidden=200, rng=rng), 3)
@@ -260,6 +272,9 @@ def build_rung(rung: str, data: LadderData, seed: int = 0) -> Module:
     if rung == "wavenet":
         return WindowModel(WaveNet(vocabulary, context_length=16, embedding_width=24,
                                    hidden=178, rng=rng), 16)
+    if rung in RECURRENT_WIDTHS:  # its head already scaled
+        return RecurrentNameModel(vocabulary, rung, embedding_width=64,
+                                  hidden=RECURRENT_WIDTHS[rung], rng=rng)
     if rung in ("one_head", "heads"):
         model: Module = AttentionOnly(vocabulary, length, channels=64,
                                       heads=1 if rung == "one_head" else 4, rng=rng)

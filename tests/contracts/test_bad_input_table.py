@@ -142,6 +142,22 @@ ENTRY_POINTS = [
      lambda v: nn.DecoderConfig(5, 4, 8, 2, 1, tie_embeddings=v), "tie_embeddings", "bool"),
     ("nn.BatchNorm1d", lambda v: nn.BatchNorm1d(v), "num_features", "size"),
     ("nn.Dropout", lambda v: nn.Dropout(v), "p", "real"),
+    ("nn.RNN input_size", lambda v: nn.RNN(v, 4), "input_size", "size"),
+    ("nn.GRU hidden_size", lambda v: nn.GRU(3, v), "hidden_size", "size"),
+    ("nn.LSTM num_layers", lambda v: nn.LSTM(3, 4, num_layers=v), "num_layers", "size"),
+    ("nn.RNN nonlinearity", lambda v: nn.RNN(3, 4, nonlinearity=v), "nonlinearity", "data"),
+    ("nn.RNN dropout", lambda v: nn.RNN(3, 4, num_layers=2, dropout=v), "dropout", "real"),
+    ("nn.GRU bias", lambda v: nn.GRU(3, 4, bias=v), "bias", "bool"),
+    ("nn.LSTM batch_first", lambda v: nn.LSTM(3, 4, batch_first=v), "batch_first", "bool"),
+    ("nn.GRU bidirectional", lambda v: nn.GRU(3, 4, bidirectional=v), "bidirectional",
+     "bool"),
+    ("nn.LSTM rng", lambda v: nn.LSTM(3, 4, rng=v), "rng", "tensor"),
+    ("nn.GRU dtype", lambda v: nn.GRU(3, 4, dtype=v), "dtype", "dtype"),
+    ("nn.RNNCell nonlinearity", lambda v: nn.RNNCell(3, 4, nonlinearity=v), "nonlinearity",
+     "data"),
+    ("nn.GRUCell hidden_size", lambda v: nn.GRUCell(3, v), "hidden_size", "size"),
+    ("nn.LSTMCell input_size", lambda v: nn.LSTMCell(v, 4), "input_size", "size"),
+    ("nn.LSTMCell bias", lambda v: nn.LSTMCell(3, 4, bias=v), "bias", "bool"),
     ("SGD params", lambda v: SGD(v, lr=0.1), "Parameter", "params"),
     ("SGD lr", lambda v: SGD(_parameters(), lr=v), "lr", "real"),
     ("SGD momentum", lambda v: SGD(_parameters(), lr=0.1, momentum=v), "momentum", "real"),
@@ -163,6 +179,7 @@ ACCEPTED = {
     # None is PyTorch's default correction (1) and unbiased; any finite correction is valid
     ("Tensor.var correction", "None"), ("Tensor.std correction", "None"),
     ("Tensor.var unbiased", "None"),
+    ("nn.LSTM rng", "None"),  # the process-wide default generator
 }
 # Where the message names what was wrong in other words than the table's entry point does.
 NAMED_INSTEAD = {

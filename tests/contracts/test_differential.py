@@ -22,7 +22,9 @@ What is fuzzed
     - matmul (1-D operands, batch broadcasting), concat, stack, split (int and list sizes);
     - fused nn ops: ``F.linear`` (with/without bias), ``F.layer_norm`` (with/without weight
       and bias), ``F.rms_norm`` (with/without weight, eps None too), ``F.cross_entropy``
-      (integer targets, -100 ignored, reductions, smoothing).
+      (integer targets, -100 ignored, reductions, smoothing);
+    - recurrent layers: ``F.rnn_layer`` (tanh), ``F.gru_layer``, ``F.lstm_layer`` in either
+      direction, with or without first states and biases (against torch's own layers).
 
     Operands are made to fit by construction (each mismatch becomes recorded steps: flatten,
     slice, reshape, or sum-then-expand), so no example is rejected. Large intermediate values
@@ -74,7 +76,9 @@ Tolerances (``|ours - reference| <= rtol * |reference| + atol * S``)
     magnitudes involved). NaN must match NaN and infinities must match exactly.
 
 Run time at FUZZ_SCALE=1 (2 cores): the two no-torch tests 300 programs each, about 4 s for
-the file without torch; the two torch tests 800 programs each, about 30 s more.
+the file without torch; the two torch tests 800 programs each, about 30 s more. The recurrent
+layers have tests of their own (programs that draw recurrent steps among the others, so that
+the programs above stay the ones they were): 200 against torch, 100 without it.
 
 FUZZ_SCALE
     The environment variable multiplies every test's example count (default 1; ``make test``
@@ -105,6 +109,7 @@ from helpers import every_window_reads_the_input
 FUZZ_SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 SELF_EXAMPLES = 300  # per no-torch test: about 1.5-2 s each (make test runs these)
 TORCH_EXAMPLES = 800  # per torch test: about 10-15 s each
+RECURRENT_EXAMPLES = 200  # the recurrent layers' torch test; half as many without torch
 
 # Deliberate departures: tensorlib raises where torch answers, on purpose.
 DEPARTURES = {
@@ -119,6 +124,10 @@ DEPARTURES = {
     # version check of tensorlib depends only on the program.
     "saved-view-changed": "an in-place change of a tensor whose view an op saved is refused "
                           "at backward, where torch may have saved a copy",
+    # docs/departures.md, "Recurrent layers": the layer's node keeps its output (the states
+    # it needs backward); torch's keeps copies of them.
+    "recurrent-output-changed": "an in-place change of a recurrent layer's output is refused "
+                                "at backward, where torch kept copies of the states",
     "scalar-over-tensor": "after number / b, an in-place change of b is refused at backward "
                           "(tensorlib's div saves b; torch's reciprocal saves its result)",
 }
@@ -197,6 +206,9 @@ KINKED = {"relu", "abs", "leaky_relu", "maximum", "max", "min", "posabs", "std",
           "max_pool2d", "relu6", "hardswish"}
 KINDS = (["unary"] * 6 + ["binary"] * 5 + ["view"] * 5 + ["reduce"] * 3 + ["softmax"]
          + ["matmul"] + ["nn"] * 2 + ["join"] * 2 + ["where"] + ["conv"] * 2)
+# The recurrent layers' own tests draw from these (the programs of the tests above stay the
+# ones they always were)
+RECURRENT_KINDS = KINDS + ["recurrent"] * 6
 # convolution, pooling and padding: the same function names and arguments in F and torch's F
 CONVOLUTIONS = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
                 "pad", "unfold", "relu6", "hardswish", "mish"]
@@ -206,8 +218,9 @@ class Builder:
     """Draws a program with hypothesis, tracking each value's shape, magnitude and aliasing."""
 
     def __init__(self, data: Any, dtype: str, smooth: bool, mutations: bool,
-                 max_steps: int = 6):
+                 max_steps: int = 6, kinds: list[str] = KINDS):
         self.data, self.dtype, self.smooth, self.mutations = data, dtype, smooth, mutations
+        self.kinds = kinds
         self.seed = self.draw(st.integers(0, 2**32 - 1))
         self.rng = np.random.default_rng(self.seed)  # values, masks, indices, targets
         self.choices = np.random.default_rng([self.seed, 1])  # the program's structure
@@ -776,6 +789,31 @@ class Builder:
             self.one("conv", (x,), {"fn": which, "kwargs": kwargs},
                      [(batch, channels) + padded], max(self.mag[x], 1.5))
 
+    def step_recurrent(self) -> None:
+        """One recurrent layer (``rnn_layer`` with tanh, ``gru_layer``, ``lstm_layer``) in
+        either direction over a value fitted to ``(T, B, I)``, with or without a first state
+        and biases: its output ``(T, B, H)``, or the LSTM's final cell state ``(B, H)``."""
+        kind = self.choice(["rnn", "gru", "lstm"])
+        steps, batch, features, size = (self.int(1, 3), self.int(1, 2), self.int(1, 3),
+                                        self.int(1, 3))
+        rows = {"rnn": 1, "gru": 3, "lstm": 4}[kind] * size
+        x = self.pick()
+        if self.mag[x] > 8:
+            x = self.unary_op("tanh", x)
+        ins = [self.fit(x, (steps, batch, features))]
+        states = (2 if kind == "lstm" else 1) if self.chance(50) else 0
+        ins += [self.fit(self.pick(), (batch, size)) for _ in range(states)]
+        ins += [self.fit(self.pick(), (rows, features)), self.fit(self.pick(), (rows, size))]
+        biases = self.chance(60)
+        if biases:
+            ins += [self.fit(self.pick(), (rows,)) for _ in range(2)]
+        ins = ins[:1] + [i if self.mag[i] <= 8 else self.unary_op("tanh", i) for i in ins[1:]]
+        cell = kind == "lstm" and self.chance(30)
+        out = (batch, size) if cell else (steps, batch, size)
+        self.one("recurrent", tuple(ins), {"kind": kind, "states": states, "biases": biases,
+                                           "reverse": self.chance(50), "cell": cell},
+                 [out], float(steps) + 1.0 if cell else 1.0)
+
     # ------------------------------------------------------------------ whole programs
     def build(self, protocol: str) -> Program:
         for i in range(self.int(1, 3)):
@@ -784,9 +822,10 @@ class Builder:
         steps = {"unary": self.step_unary, "binary": self.step_binary, "view": self.step_view,
                  "reduce": self.step_reduce, "softmax": self.step_softmax,
                  "matmul": self.step_matmul, "nn": self.step_nn, "join": self.step_join,
-                 "where": self.step_where, "conv": self.step_conv}
+                 "where": self.step_where, "conv": self.step_conv,
+                 "recurrent": self.step_recurrent}
         for _ in range(self.int(1, self.max_steps)):
-            steps[self.choice(KINDS)]()
+            steps[self.choice(self.kinds)]()
         self.protocol(protocol)
         return Program(self.seed, self.dtype, self.leaves, self.requires, self.actions,
                        dict(self.shape), self.departure, set(self.integer))
@@ -936,6 +975,14 @@ class TensorlibLib:
                                    label_smoothing=p["label_smoothing"])
         if op == "conv":
             return getattr(F, p["fn"])(*xs, **p["kwargs"])
+        if op == "recurrent":
+            x, states, weights = _recurrent_operands(xs, p)
+            if p["kind"] == "lstm":
+                output, (_, cell) = F.lstm_layer(x, states or None, *weights,
+                                                 reverse=p["reverse"])
+                return cell if p["cell"] else output
+            layer = F.gru_layer if p["kind"] == "gru" else F.rnn_layer
+            return layer(x, states[0] if states else None, *weights, reverse=p["reverse"])[0]
         if op == "concat":
             return tl.cat(xs, dim=p["axis"])
         if op == "stack":
@@ -1028,6 +1075,22 @@ class TorchLib(TensorlibLib):
                                     label_smoothing=p["label_smoothing"])
         if op == "conv":
             return getattr(tF, p["fn"])(*xs, **p["kwargs"])
+        if op == "recurrent":  # torch's own layer (torch._VF), the reverse direction by flips
+            x, states, weights = _recurrent_operands(xs, p)
+            if p["reverse"]:
+                x = x.flip(0)
+            if not states:
+                zeros = torch.zeros(x.shape[1], weights[1].shape[1], dtype=x.dtype)
+                states = (zeros, zeros) if p["kind"] == "lstm" else (zeros,)
+            run = {"rnn": torch._VF.rnn_tanh, "gru": torch._VF.gru, "lstm": torch._VF.lstm}
+            arguments = (list(weights), p["biases"], 1, 0.0, False, False, False)
+            if p["kind"] == "lstm":
+                output, _, cell = run["lstm"](x, tuple(s[None] for s in states), *arguments)
+                if p["cell"]:
+                    return cell[0]
+            else:
+                output, _ = run[p["kind"]](x, states[0][None], *arguments)
+            return output.flip(0) if p["reverse"] else output
         if op == "concat":
             return torch.cat(xs, dim=p["axis"])
         if op == "stack":
@@ -1119,6 +1182,14 @@ def _where_operands(xs: list[Any], p: dict[str, Any]) -> tuple[Any, Any]:
     if form == "tt":
         return xs[0], xs[1]
     return (xs[0], p["s"]) if form == "ts" else (p["s"], xs[0])
+
+
+def _recurrent_operands(xs: list[Any], p: dict[str, Any]) -> tuple[Any, tuple, tuple]:
+    """``(x, first states, weights)`` of a recurrent step: the weights W_ih, W_hh and, with
+    biases, b_ih and b_hh (without, None twice for tensorlib; torch takes the two)."""
+    states = tuple(xs[1:1 + p["states"]])
+    weights = tuple(xs[1 + p["states"]:])
+    return xs[0], states, weights
 
 
 def _norm_params(xs: list[Any], p: dict[str, Any]) -> tuple[Any, Any]:
@@ -1306,6 +1377,8 @@ def compare(program: Program, ours: Record, ref: Record, tol: Tolerance, ours_na
             elif "was changed in place after the forward pass" in ours.raised[2] and \
                     "(input" in ours.raised[2]:
                 departure = "saved-view-changed"
+            elif "_layer' for backward (its output) was changed in place" in ours.raised[2]:
+                departure = "recurrent-output-changed"
             if departure is None:
                 problems.append(f"[{o}] {ours_name} raises {ours.raised[1]}: {ours.raised[2]}\n"
                                 f"    but {ref_name} does not raise there")
@@ -1438,7 +1511,11 @@ def _perturbed(program: Program) -> Record:
 @given(data=st.data())
 def test_programs_match_float64_reference_mode(data: Any) -> None:
     """No torch needed: kernels (float64 and float32) against the float64 reference mode."""
-    program = Builder(data, "float64", smooth=False, mutations=False).build("simple")
+    _check_against_reference_mode(Builder(data, "float64", smooth=False,
+                                          mutations=False).build("simple"))
+
+
+def _check_against_reference_mode(program: Program) -> None:
     with tl.reference_mode():
         reference = execute(program, TensorlibLib("float64"))
     kernels64 = execute(program, TensorlibLib("float64"))
@@ -1461,7 +1538,10 @@ def test_programs_match_float64_reference_mode(data: Any) -> None:
 def test_program_gradients_match_finite_differences(data: Any) -> None:
     """No torch needed: accumulated gradients of smooth float64 programs against central
     differences of the summed projections Σ_k <w_k, out_k>."""
-    program = Builder(data, "float64", smooth=True, mutations=False).build("fd")
+    _check_finite_differences(Builder(data, "float64", smooth=True, mutations=False).build("fd"))
+
+
+def _check_finite_differences(program: Program) -> None:
     record = execute(program, TensorlibLib("float64"))
     assert record.raised is None, program.listing() + f"\nraised {record.raised}"
     backward = [(n, a) for n, a in enumerate(program.actions) if a.kind == "backward"]
@@ -1503,6 +1583,28 @@ def test_program_gradients_match_finite_differences(data: Any) -> None:
         assert abs(analytic - numeric) <= 1e-4 * abs(numeric) + 1e-6 * value, (
             f"{program.listing()}\ndirection {direction}: analytic directional derivative "
             f"{analytic!r}, central difference {numeric!r}")
+
+
+# ------------------------------------------------ the recurrent layers (notebook 12d, issue 56)
+@_settings(RECURRENT_EXAMPLES)
+@given(data=st.data(), dtype=st.sampled_from(["float64", "float32"]),
+       protocol=st.sampled_from(["simple", "mutate"]))
+def test_recurrent_programs_match_torch(data: Any, dtype: str, protocol: str) -> None:
+    """Programs with recurrent layers among the other ops, against torch's own layers."""
+    _torch_or_skip()
+    _check_against_torch(Builder(data, dtype, smooth=False, mutations=protocol == "mutate",
+                                 kinds=RECURRENT_KINDS).build(protocol))
+
+
+@_settings(RECURRENT_EXAMPLES // 2)
+@given(data=st.data())
+def test_recurrent_programs_match_reference_mode_and_finite_differences(data: Any) -> None:
+    """No torch needed: the recurrent kernels against reference mode, and gradients of smooth
+    programs with recurrent layers against central differences."""
+    _check_against_reference_mode(Builder(data, "float64", smooth=False, mutations=False,
+                                          kinds=RECURRENT_KINDS).build("simple"))
+    _check_finite_differences(Builder(data, "float64", smooth=True, mutations=False,
+                                      kinds=RECURRENT_KINDS).build("fd"))
 
 
 def _gradcheck_single(program: Program, action: Action) -> None:

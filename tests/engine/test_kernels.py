@@ -367,3 +367,37 @@ def test_every_registration_checks_what_it_puts_in_the_one_kernel_table():
     assert kernel_table.kernel_for(AdamW) is adamw_flat.adamw_update
     with kernels.reference_mode():
         assert kernel_table.kernel_for(AdamW) is None
+
+
+def test_recurrent_sigmoid_kernel_is_within_two_ulps_of_expit():
+    from tensorlib.engine.kernels.recurrent import sigmoid_into
+
+    a = np.concatenate([np.linspace(-100, 100, 20001), [-np.inf, np.inf, 0.0]]).astype(np.float32)
+    out = np.empty_like(a)
+    with np.errstate(all="raise", under="ignore"):  # numpy's default for underflow
+        result = sigmoid_into(a, out)
+    assert result is out
+    expected = special.expit(a.astype(np.float64)).astype(np.float32)
+    tiny = np.finfo(np.float32).tiny  # below a = -87.3 expit is subnormal; the kernel gives 0
+    assert np.all(np.abs(out - expected) <= np.maximum(2 * np.spacing(expected), tiny))
+    assert out[-3] == 0.0 and out[-2] == 1.0 and out[-1] == 0.5
+
+
+@pytest.mark.parametrize("layer", [F.gru_layer, F.lstm_layer])
+def test_recurrent_kernels_equal_the_plain_ops_in_float32(layer):
+    rng = Rng(3)
+    gates = 3 if layer is F.gru_layer else 4
+    x, w_ih, w_hh, b_ih, b_hh = (
+        tl.tensor(rng.normal(size=shape).astype(np.float32), requires_grad=True)
+        for shape in [(6, 4, 5), (gates * 7, 5), (gates * 7, 7), (gates * 7,), (gates * 7,)])
+    runs = []
+    for reference in (False, True):
+        with tl.reference_mode(reference):
+            output, _ = layer(x, None, w_ih, w_hh, b_ih, b_hh)
+            output.sum().backward()
+        runs.append([output.numpy()] + [t.grad.numpy().copy() for t in (x, w_ih, w_hh)])
+        for t in (x, w_ih, w_hh, b_ih, b_hh):
+            t.grad = None
+    for fast, plain in zip(*runs, strict=True):
+        np.testing.assert_allclose(fast, plain, rtol=2e-5, atol=2e-6)
+    assert kernel_table.kernel_for(ops.GRULayer) is not None

@@ -100,6 +100,11 @@ def _layer_norm(x, weight=1.0, bias=0.0):
     return centered / np.sqrt((centered**2).mean(-1, keepdims=True) + 1e-5) * weight + bias
 
 
+def _lstm_parts(result):
+    output, (hidden, cell) = result
+    return output, hidden, cell
+
+
 def _rms_norm(x, weight=1.0):
     return x / np.sqrt((x**2).mean(-1, keepdims=True) + np.finfo(x.dtype).eps) * weight
 
@@ -390,6 +395,17 @@ CASES = {
     "causal-attention": (lambda q: F.causal_attention(q, 2), [((2, 3, 12), A)],
                          lambda q: _causal_attention(q, 2)),
     "dropout": (lambda x: F.dropout(x, 0.5, rng=Rng(0)), [((3, 4), A)], None),
+    # ---- the recurrent layers over a sequence (T=3, B=2, I=4, H=3), the first state given
+    "rnn-layer": (lambda x, h, wi, wh, bi, bh: F.rnn_layer(x, h, wi, wh, bi, bh)[0],
+                  [((3, 2, 4), A), ((2, 3), A), ((3, 4), A), ((3, 3), A), ((3,), A), ((3,), A)],
+                  None),
+    "gru-layer-reverse": (
+        lambda x, h, wi, wh, bi, bh: F.gru_layer(x, h, wi, wh, bi, bh, reverse=True)[0],
+        [((3, 2, 4), A), ((2, 3), A), ((9, 4), A), ((9, 3), A), ((9,), A), ((9,), A)], None),
+    "lstm-layer": (
+        lambda x, h, c, wi, wh: tl.cat([part.reshape(-1) for part in _lstm_parts(
+            F.lstm_layer(x, (h, c), wi, wh))]),
+        [((3, 2, 4), A), ((2, 3), A), ((2, 3), A), ((12, 4), A), ((12, 3), A)], None),
     "batch-norm-images": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
                           [((3, 2, 2, 3), A), ((2,), A), ((2,), A)], _batch_norm),
     # ---- convolution, pooling, padding, unfold and fold (rectangular images, channels !=

@@ -122,8 +122,8 @@ def test_a_short_run_repeats_the_first_steps_of_the_full_run(data):
     assert short.characters < full.characters
     with pytest.raises(ValueError, match=r"steps must be in \[1, 40\]"):
         run_rung("mlp3", data, budget, steps=41)
-    with pytest.raises(ValueError, match="unknown trained rung 'lstm'"):
-        build_rung("lstm", data)
+    with pytest.raises(ValueError, match="unknown trained rung 'mamba'"):
+        build_rung("mamba", data)
 
 
 def test_a_budget_of_fewer_steps_keeps_its_warm_up_and_evaluations_inside_them():
@@ -154,7 +154,7 @@ def test_the_command_writes_the_table_it_prints(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--rungs", "bigram,lstm"], "expected rungs among"),
+    (["--rungs", "bigram,mamba"], "expected rungs among"),
     (["--rungs", "mlp3,mlp3"], "named twice"),
     (["--steps", "0"], "must be a positive integer"),
 ])
@@ -195,7 +195,12 @@ def test_the_shipped_ladder_meets_its_targets(shipped):
     loss = {rung["rung"]: rung["validation_loss"] for rung in shipped["rungs"]}
     assert loss["decoder"] <= 2.20
     assert loss["wavenet"] < loss["mlp3"] < loss["bigram"]
-    assert loss["decoder"] == min(loss.values())
+    attention_and_windows = [loss[name] for name in RUNGS if name not in ("rnn", "gru", "lstm")]
+    assert loss["decoder"] == min(attention_and_windows)
+    # on names of at most 14 characters the gated recurrent nets beat the decoder at this
+    # budget (notebook 12d): the numbers are the measured ones, whichever way they came out
+    assert loss["lstm"] < loss["decoder"] and loss["gru"] < loss["decoder"]
+    assert loss["rnn"] < loss["wavenet"]
 
 
 def test_the_shipped_readme_shows_the_shipped_table(shipped):
@@ -221,5 +226,5 @@ def test_the_pictures_refuse_what_is_not_a_ladder(shipped):
 
     with pytest.raises(TypeError, match="expected a ladder record"):
         plot_ladder_curves({"rung": "decoder"})
-    with pytest.raises(ValueError, match="no rung\\(s\\) 'lstm'"):
-        plot_loss_by_position(shipped, rungs=("mlp3", "lstm"))
+    with pytest.raises(ValueError, match="no rung\\(s\\) 'mamba'"):
+        plot_loss_by_position(shipped, rungs=("mlp3", "mamba"))

@@ -18,6 +18,7 @@ from tensorlib.engine.kernels.gelu import gelu_float32
 from tensorlib.engine.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.engine.kernels.normalization import layer_norm, layer_norm_backward
+from tensorlib.engine.kernels.recurrent import sigmoid_into
 from tensorlib.engine.kernels.reductions import blas_column_sum, blas_row_sum
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
 from tensorlib.engine.kernels.softmax import causal_softmax_
@@ -127,8 +128,27 @@ class GeluFloat32Kernel(ops.Gelu):
         return out
 
 
+def _float32_numpy(x: Array, *arrays: object, **params: object) -> bool:
+    return x.dtype == np.float32 and isinstance(x, np.ndarray)
+
+
+class GRULayerKernel(ops.GRULayer):
+    """The GRU's gates with the float32 sigmoid from one exp."""
+
+    applies = staticmethod(_float32_numpy)
+    sigmoid = staticmethod(sigmoid_into)
+
+
+class LSTMLayerKernel(ops.LSTMLayer):
+    """The LSTM's gates with the float32 sigmoid from one exp."""
+
+    applies = staticmethod(_float32_numpy)
+    sigmoid = staticmethod(sigmoid_into)
+
+
 KERNELS = (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel, SoftmaxKernel,
-           CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel)
+           CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel, GRULayerKernel,
+           LSTMLayerKernel)
 
 
 def register() -> None:

@@ -31,6 +31,7 @@ from tensorlib.engine.ops.function import views_of
 from tensorlib.engine.ops.loss import CrossEntropy
 from tensorlib.engine.ops.matmul import Linear, MatMul
 from tensorlib.engine.ops.normalization import BatchNorm, LayerNorm, RMSNorm
+from tensorlib.engine.ops.recurrent import GRULayer, LSTMLayer, RNNLayer
 from tensorlib.engine.ops.reduction import LogSumExp, Max, Mean, Std, Sum, Var
 from tensorlib.engine.ops.shape import (
     Clone,
@@ -51,10 +52,10 @@ from tensorlib.engine.ops.softmax import LogSoftmax, Softmax
 __all__ = [
     "Abs", "Add", "AvgPool", "BatchNorm", "Cast", "CausalAttention", "Clone", "Concat",
     "Convolution", "CrossEntropy", "Div", "Dropout", "Embedding", "Exp", "Expand", "Fold",
-    "Gather", "Gelu", "GetItem", "Hardswish", "IndexPut", "LayerNorm", "LeakyRelu", "Linear",
-    "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max", "MaxPool", "Maximum",
-    "Mean", "Mish", "Mul", "Neg", "Pad", "Permute", "Pow", "PowScalar", "Relu", "Relu6",
-    "RMSNorm", "Reshape", "Sigmoid", "Sign", "Silu", "Softmax", "Softplus", "Sqrt", "Std",
-    "Sub", "Sum", "Tanh", "Unfold", "Var", "Where",
-    "is_advanced_index", "normalize_index", "views_of"
+    "GRULayer", "Gather", "Gelu", "GetItem", "Hardswish", "IndexPut", "LSTMLayer", "LayerNorm",
+    "LeakyRelu", "Linear", "Log", "LogSoftmax", "LogSumExp", "MaskedFill", "MatMul", "Max",
+    "MaxPool", "Maximum", "Mean", "Mish", "Mul", "Neg", "Pad", "Permute", "Pow", "PowScalar",
+    "RMSNorm", "RNNLayer", "Relu", "Relu6", "Reshape", "Sigmoid", "Sign", "Silu", "Softmax",
+    "Softplus", "Sqrt", "Std", "Sub", "Sum", "Tanh", "Unfold", "Var", "Where", "is_advanced_index",
+    "normalize_index", "views_of",
 ]

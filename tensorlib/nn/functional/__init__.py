@@ -1,6 +1,6 @@
 """The functional API, ``F``, as PyTorch's ``torch.nn.functional``: one module per kind, as
 :mod:`tensorlib.engine.ops` is grouped (activations, softmax, loss, attention, linear,
-normalization, dropout, convolution), and every name found here.
+normalization, dropout, convolution, recurrent), and every name found here.
 
 Each function checks its arguments (clear errors naming shapes, dtypes and values), then
 applies one op from :mod:`tensorlib.engine.ops`. The fused ops, ``cross_entropy``,
@@ -66,6 +66,12 @@ from tensorlib.nn.functional.normalization import (
     rms_norm_reference,
 )
 from tensorlib.nn.functional.positions import apply_rotary, rotary_tables, rotate_half
+from tensorlib.nn.functional.recurrent import (
+    gru_layer,
+    lstm_layer,
+    recurrent_layer_reference,
+    rnn_layer,
+)
 from tensorlib.nn.functional.softmax import (
     log_softmax,
     log_softmax_reference,
@@ -96,6 +102,7 @@ __all__ = [
     "embedding_reference",
     "fold",
     "gelu",
+    "gru_layer",
     "hardswish",
     "layer_norm",
     "layer_norm_reference",
@@ -105,17 +112,20 @@ __all__ = [
     "linear_reference",
     "log_softmax",
     "log_softmax_reference",
+    "lstm_layer",
     "max_pool1d",
     "max_pool2d",
     "merge_heads",
     "mish",
     "pad",
     "relu",
+    "recurrent_layer_reference",
     "relu6",
     "repeat_heads",
     "resolve_rng",
     "rms_norm",
     "rms_norm_reference",
+    "rnn_layer",
     "rotary_tables",
     "rotate_half",
     "scaled_dot_product_attention",

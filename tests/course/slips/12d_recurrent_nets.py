@@ -1,0 +1,146 @@
+"""Slips a learner makes in notebook 12d (recurrent networks), for scripts/slip_table.py: per
+check cell, (what the learner did, the text of the answer, the text with the slip, a word the
+report's first line must hold)."""
+
+SLIPS = {
+    "pc12d-rnn-cell-check": [
+        ("weight_hh not transposed", "h @ weight_hh.transpose()", "h @ weight_hh", "stored"),
+        ("weight_ih not transposed", "x @ weight_ih.transpose()", "x @ weight_ih",
+         "transpose"),
+        ("bias_hh left out", "from_state = h @ weight_hh.transpose() + bias_hh",
+         "from_state = h @ weight_hh.transpose()", "bias_hh left out"),
+        ("bias_ih left out", "from_input = x @ weight_ih.transpose() + bias_ih",
+         "from_input = x @ weight_ih.transpose()", "bias_ih left out"),
+        ("no tanh", "return (from_input + from_state).tanh()",
+         "return from_input + from_state", "tanh missing"),
+        ("sigmoid for tanh", "(from_input + from_state).tanh()",
+         "(from_input + from_state).sigmoid()", "sigmoid"),
+        ("relu for tanh", "(from_input + from_state).tanh()",
+         "(from_input + from_state).relu()", "relu"),
+        ("the state's part added after the tanh", "return (from_input + from_state).tanh()",
+         "return from_input.tanh() + from_state", "after the tanh"),
+        ("the previous state ignored", "return (from_input + from_state).tanh()",
+         "return (from_input + bias_hh).tanh()", "ignored"),
+        ("the state's part detached", "from_state = h @ weight_hh.transpose() + bias_hh",
+         "from_state = (h @ weight_hh.transpose() + bias_hh).detach()", "graph was cut"),
+    ],
+    "pc12d-bptt-check": [
+        ("nothing carried", "grad_states[t] = grad_outputs[t] + carried",
+         "grad_states[t] = grad_outputs[t]", "nothing carried"),
+        ("the carry skips tanh's derivative", "carried = grad_pre @ weight_hh",
+         "carried = grad_states[t] @ weight_hh", "skips tanh"),
+        ("the carry through weight_hh's transpose", "carried = grad_pre @ weight_hh",
+         "carried = grad_pre @ weight_hh.T", "transpose"),
+        ("tanh's derivative as 1 - tanh(h)²", "(1 - states[t] ** 2)",
+         "(1 - np.tanh(states[t]) ** 2)", "1 - tanh(h_t)"),
+        ("the loop run forwards", "for t in range(len(xs) - 1, -1, -1):",
+         "for t in range(len(xs)):", "forwards"),
+        ("h_t for h_{t-1}", "grad_weight_hh += grad_pre.T @ previous",
+         "grad_weight_hh += grad_pre.T @ states[t]", "in place of h_{t-1}"),
+        ("the state before step 0 taken from the end",
+         "previous = states[t - 1] if t > 0 else h0", "previous = states[t - 1]",
+         "states[-1]"),
+        ("grad_weight_hh transposed", "grad_weight_hh += grad_pre.T @ previous",
+         "grad_weight_hh += previous.T @ grad_pre", "transposed"),
+        ("grad_h0 as grad_states[0]", "return grad_states, carried,",
+         "return grad_states, grad_states[0],", "grad_states[0]"),
+        ("grad_weight_ih transposed", "grad_weight_ih += grad_pre.T @ xs[t]",
+         "grad_weight_ih += xs[t].T @ grad_pre", "weight's shape"),
+    ],
+    "pc12d-gru-cell-check": [
+        ("r and z swapped",
+         "r = (from_input[:, :size] + from_state[:, :size]).sigmoid()\n"
+         "    z = (from_input[:, size:2 * size] + from_state[:, size:2 * size]).sigmoid()",
+         "z = (from_input[:, :size] + from_state[:, :size]).sigmoid()\n"
+         "    r = (from_input[:, size:2 * size] + from_state[:, size:2 * size]).sigmoid()",
+         "r and z swapped"),
+        ("the reset applied before W_hn",
+         "n = (from_input[:, 2 * size:] + r * from_state[:, 2 * size:]).tanh()",
+         "n = (from_input[:, 2 * size:] + (r * h) @ weight_hh[2 * size:].transpose()\n"
+         "         + bias_hh[2 * size:]).tanh()", "before W_hn"),
+        ("b_hn outside the reset",
+         "n = (from_input[:, 2 * size:] + r * from_state[:, 2 * size:]).tanh()",
+         "n = (from_input[:, 2 * size:] + r * (h @ weight_hh[2 * size:].transpose())\n"
+         "         + bias_hh[2 * size:]).tanh()", "b_hn"),
+        ("the reset on the input's part too",
+         "n = (from_input[:, 2 * size:] + r * from_state[:, 2 * size:]).tanh()",
+         "n = (r * (from_input[:, 2 * size:] + from_state[:, 2 * size:])).tanh()",
+         "input's part too"),
+        ("z and 1 - z swapped", "return (1 - z) * n + z * h", "return z * n + (1 - z) * h",
+         "1 - z swapped"),
+        ("sigmoid for n's tanh", "r * from_state[:, 2 * size:]).tanh()",
+         "r * from_state[:, 2 * size:]).sigmoid()", "candidate n"),
+        ("tanh for the gates",
+         "r = (from_input[:, :size] + from_state[:, :size]).sigmoid()\n"
+         "    z = (from_input[:, size:2 * size] + from_state[:, size:2 * size]).sigmoid()",
+         "r = (from_input[:, :size] + from_state[:, :size]).tanh()\n"
+         "    z = (from_input[:, size:2 * size] + from_state[:, size:2 * size]).tanh()",
+         "tanh for the gates"),
+        ("weight_ih not transposed", "x @ weight_ih.transpose()", "x @ weight_ih",
+         "transpose"),
+    ],
+    "pc12d-lstm-cell-check": [
+        ("the gates read as i, f, o, g",
+         "g, o = a[:, 2 * size:3 * size].tanh(), a[:, 3 * size:].sigmoid()",
+         "g, o = a[:, 3 * size:].tanh(), a[:, 2 * size:3 * size].sigmoid()", "i, f, o, g"),
+        ("i and f swapped", "i, f = a[:, :size].sigmoid(), a[:, size:2 * size].sigmoid()",
+         "f, i = a[:, :size].sigmoid(), a[:, size:2 * size].sigmoid()", "i and f swapped"),
+        ("the cell not carried", "c_new = f * c + i * g", "c_new = i * g", "not carried"),
+        ("the input gate left out", "c_new = f * c + i * g", "c_new = f * c + g",
+         "input gate"),
+        ("o applied to the cell", "return o * c_new.tanh(), c_new", "return o * c_new, c_new",
+         "o applied to the cell"),
+        ("h' from the old cell", "return o * c_new.tanh(), c_new",
+         "return o * c.tanh(), c_new", "old cell"),
+        ("sigmoid for g", "g, o = a[:, 2 * size:3 * size].tanh()",
+         "g, o = a[:, 2 * size:3 * size].sigmoid()", "sigmoid for g"),
+        ("the pair returned as (c, h)", "return o * c_new.tanh(), c_new",
+         "return c_new, o * c_new.tanh()", "(c', h')"),
+    ],
+    "ex12d-1-check": [
+        ("one bias per layer", "(inputs + hidden_size + 2)", "(inputs + hidden_size + 1)",
+         "one bias"),
+        ("the gates not counted", "total += directions * gates * hidden_size",
+         "total += directions * hidden_size", "gates not counted"),
+        ("the later layers read input_size",
+         "inputs = input_size if layer == 0 else directions * hidden_size",
+         "inputs = input_size", "read input_size"),
+        ("bidirectional not doubled", "total += directions * gates",
+         "total += gates", "not doubled"),
+        ("the later layers read hidden_size when bidirectional",
+         "else directions * hidden_size", "else hidden_size", "bidirectional layer below"),
+    ],
+    "ex12d-2-check": [
+        ("the input gate's rows",
+         "parameter.data[size:2 * size] = value\n"
+         "            elif name.startswith(\"bias_hh\"):\n"
+         "                parameter.data[size:2 * size] = 0.0",
+         "parameter.data[:size] = value\n"
+         "            elif name.startswith(\"bias_hh\"):\n"
+         "                parameter.data[:size] = 0.0", "[H:2H]"),
+        ("both biases set to value", "parameter.data[size:2 * size] = 0.0",
+         "parameter.data[size:2 * size] = value", "2 · value"),
+        ("only the first layer", "for name, parameter in lstm.named_parameters():",
+         "for name, parameter in list(lstm.named_parameters())[:4]:", "first layer"),
+        ("the backward direction forgotten",
+         "for name, parameter in lstm.named_parameters():",
+         "for name, parameter in [(n, p) for n, p in lstm.named_parameters()\n"
+         "                                if not n.endswith(\"reverse\")]:",
+         "backward direction"),
+        ("the cell candidate's rows",
+         "parameter.data[size:2 * size] = value\n"
+         "            elif name.startswith(\"bias_hh\"):\n"
+         "                parameter.data[size:2 * size] = 0.0",
+         "parameter.data[2 * size:3 * size] = value\n"
+         "            elif name.startswith(\"bias_hh\"):\n"
+         "                parameter.data[2 * size:3 * size] = 0.0", "[H:2H]"),
+    ],
+    "ex12d-3-check": [
+        ("the padded batch's last position", "return outputs[rows, lengths - 1]",
+         "return outputs[:, -1]", "padded batch"),
+        ("one position early", "return outputs[rows, lengths - 1]",
+         "return outputs[rows, lengths - 2]", "one position early"),
+        ("one position late", "return outputs[rows, lengths - 1]",
+         "return outputs[rows, lengths]", "one too far"),
+    ],
+}

@@ -1,7 +1,8 @@
 """The programs learners go on to, in the shapes they meet them, run on tensorlib: the files
 of ``examples/gpt/`` (nanoGPT's model.py, train.py and sample.py) and
-``examples/lecture_gpt.py`` (the GPT lecture's gpt.py), each with ``import tensorlib as
-torch``. Where PyTorch is installed, the same files with those three imports swapped for
+``examples/lecture_gpt.py`` (the GPT lecture's gpt.py) and ``examples/char_rnn.py`` (a
+stacked LSTM or GRU as the classic char-rnn programs write it), each with ``import tensorlib
+as torch``. Where PyTorch is installed, the same files with those three imports swapped for
 PyTorch's run on it too, and the model gives PyTorch's numbers from the same weights: logits,
 loss, gradients, the clipped norm, AdamW with parameter groups and a schedule, and greedy
 generation."""
@@ -206,3 +207,61 @@ def test_the_model_gives_pytorchs_numbers_from_the_same_weights(tmp_path, flash)
     greedy = model.generate(tl.tensor(start), 15, top_k=1)  # longer than the context: cropped
     twin_greedy = twin.generate(torch.tensor(start), 15, top_k=1)
     assert greedy.tolist() == twin_greedy.tolist()
+
+
+# ------------------------------------------------------------- the char-rnn (notebook 12d)
+CHAR_RNN = EXAMPLES / "char_rnn.py"
+CHAR_RNN_SMALL = ["--max_iters=40", "--eval_interval=20", "--batch_size=16", "--seq_len=16",
+                  "--n_hidden=48", "--new_tokens=30"]
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_the_char_rnn_trains_samples_and_saves_on_tensorlib(cell, tmp_path, capsys):
+    saved = tmp_path / "char_rnn.pt"
+    finished = run(CHAR_RNN, *CHAR_RNN_SMALL, f"--cell={cell}", f"--out={saved}")["finished"]
+    losses = [loss for _, loss in finished["history"]]
+    assert [step for step, _ in finished["history"]] == [0, 20, 40]
+    assert losses[-1] < losses[0] - 0.3, losses  # from ln 27 = 3.30 towards the letters'
+    assert len(finished["generated"]) == 31
+    checkpoint = tl.load(saved)
+    state = checkpoint["model"]
+    assert "rnn.weight_hh_l1" in state and state["rnn.weight_ih_l1"].shape[1] == 48
+    program = load_module(CHAR_RNN, "char_rnn_on_tensorlib")
+    again = program.CharRNN(len(checkpoint["chars"]), 32, 48, 2, cell)
+    again.load_state_dict(state, strict=True)
+    ids = tl.tensor([[1, 2, 3, 4]], dtype=tl.long)
+    model = finished["model"].eval()
+    np.testing.assert_array_equal(again.eval()(ids)[0].numpy(), model(ids)[0].numpy())
+    capsys.readouterr()
+
+
+def test_the_char_rnn_runs_on_pytorch_and_gives_its_numbers(tmp_path):
+    torch = pytest.importorskip("torch")
+    copy = on_pytorch(CHAR_RNN, tmp_path / "on_pytorch")
+    finished = run(copy, *CHAR_RNN_SMALL, "--max_iters=20", "--eval_interval=20")["finished"]
+    assert finished["history"][-1][1] < finished["history"][0][1]
+
+    ours_program = load_module(CHAR_RNN, "char_rnn_on_tensorlib")
+    theirs_program = load_module(copy, "char_rnn_on_pytorch")
+    ours = ours_program.CharRNN(27, 8, 12, 2, "lstm", dropout=0.2).eval()
+    theirs = theirs_program.CharRNN(27, 8, 12, 2, "lstm", dropout=0.2).eval()
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v
+                            in ours.state_dict().items()}, strict=True)
+    ids = np.random.default_rng(0).integers(0, 27, size=(3, 10))
+    hidden_ours = hidden_theirs = None
+    for chunk in (ids[:, :5], ids[:, 5:]):  # two chunks, the state carried and detached
+        x = chunk[:, :-1]
+        y = chunk[:, 1:]
+        logits_ours, loss_ours, hidden_ours = ours(tl.tensor(x), hidden_ours, tl.tensor(y))
+        logits_theirs, loss_theirs, hidden_theirs = theirs(torch.from_numpy(x), hidden_theirs,
+                                                           torch.from_numpy(y))
+        np.testing.assert_allclose(logits_ours.numpy(), logits_theirs.detach().numpy(),
+                                   rtol=1e-4, atol=1e-5)
+        loss_ours.backward()
+        loss_theirs.backward()
+        for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(),
+                                     strict=True):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-3, atol=1e-5,
+                                       err_msg=name)
+        hidden_ours = ours_program.detach(hidden_ours)
+        hidden_theirs = theirs_program.detach(hidden_theirs)

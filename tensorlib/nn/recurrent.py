@@ -63,8 +63,6 @@ class RNNBase(Module):
     ``(h_n, c_n)``), D = 2 when bidirectional, else 1.
     """
 
-    kind = ""
-
     def __init__(self, kind: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, rng: Rng | None = None,

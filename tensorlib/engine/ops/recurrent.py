@@ -134,9 +134,10 @@ class RNNLayer(_Recurrence):
         pre = _input_projection(x, weight_ih, _both_biases(bias_ih, bias_hh))  # (T, B, H)
         buffer, states, previous = _state_buffer(first, steps, batch, weight_hh.shape[1],
                                                  x.dtype, reverse, xp)
+        read_first = steps - 1 if reverse else 0
         for t in _order(steps, reverse):
             a = pre[t]                                                       # (B, H)
-            if first is not None or t != (steps - 1 if reverse else 0):
+            if first is not None or t != read_first:  # a zero first state adds nothing
                 a += previous[t] @ weight_hh.T
             if nonlinearity == "tanh":
                 ctx.function.tanh(a, out=states[t])

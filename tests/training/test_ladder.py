@@ -16,6 +16,7 @@ from tensorlib.command_line.main import main
 from tensorlib.data import context_target_pairs
 from tensorlib.models.bigram_counts import BigramModel
 from tensorlib.training.ladder import (
+    RECURRENT_WIDTHS,
     RUNGS,
     Budget,
     WindowModel,
@@ -228,3 +229,17 @@ def test_the_pictures_refuse_what_is_not_a_ladder(shipped):
         plot_ladder_curves({"rung": "decoder"})
     with pytest.raises(ValueError, match="no rung\\(s\\) 'mamba'"):
         plot_loss_by_position(shipped, rungs=("mlp3", "mamba"))
+
+
+def test_the_shipped_recurrent_weights_are_the_ladders_runs(data, shipped):
+    """notebooks/data/recurrent_rungs: the rnn, gru and lstm rungs' trained weights
+    (scripts/recurrent_rungs.py), which score the validation losses the ladder records."""
+    from tensorlib.saving.safetensors import load_safetensors, read_safetensors
+
+    recorded = {rung["rung"]: rung["validation_loss"] for rung in shipped["rungs"]}
+    for rung in RECURRENT_WIDTHS:
+        model = build_rung(rung, data)
+        path = SHIPPED.parent / "recurrent_rungs" / f"{rung}.safetensors"
+        load_safetensors(path, model)
+        assert set(read_safetensors(path)) == set(model.state_dict())
+        assert mean_nats(model, data.validation) == pytest.approx(recorded[rung], abs=1e-6)

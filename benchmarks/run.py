@@ -14,7 +14,9 @@ classifier's training step (two 3×3 convolutions of 16 and 32 channels, each wi
 2×2 max-pool, a Linear to 10 classes, AdamW) on 8×8 images, batch 64; (h) the same on 28×28
 images, batch 32; (i)-(l) a recurrent character model's training step (embedding 32, one GRU
 or LSTM layer of 128 or 256, a Linear to 28 logits at each step, AdamW) on 32 sequences of 32
-characters: (i) GRU 128, (j) GRU 256, (k) LSTM 128, (l) LSTM 256.
+characters: (i) GRU 128, (j) GRU 256, (k) LSTM 128, (l) LSTM 256; (m) and (n): (a) and (b)
+with the forward pass and the loss under ``autocast("cpu", dtype=bfloat16)`` (float32
+weights, AdamW in float32), what mixed precision costs or buys on this CPU.
 
 How it measures. Two libraries in one process distort each other: their thread pools (numpy's
 OpenBLAS, PyTorch's OpenMP and MKL) wait for and compete over the same cores. So every
@@ -44,13 +46,14 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 # glibc returns freed heap memory to the system once more than this is free at the top, and
 # the next step faults it back in page by page; --no-trim raises both limits (both libraries).
 NO_TRIM = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 25)}
-CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
 LABELS = {"a": "(a) decoder step, batch 12", "b": "(b) decoder step, batch 64",
           "c": "(c) MLP language model step, batch 32", "d": "(d) generate 63 tokens",
           "f": "(f) the matrix products of (a) alone",
           "g": "(g) CNN step, 8x8 images, batch 64", "h": "(h) CNN step, 28x28, batch 32",
           "i": "(i) GRU 128 step, batch 32 x 32", "j": "(j) GRU 256 step, batch 32 x 32",
-          "k": "(k) LSTM 128 step, batch 32 x 32", "l": "(l) LSTM 256 step, batch 32 x 32"}
+          "k": "(k) LSTM 128 step, batch 32 x 32", "l": "(l) LSTM 256 step, batch 32 x 32",
+          "m": "(m) (a) under bfloat16 autocast", "n": "(n) (b) under bfloat16 autocast"}
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:

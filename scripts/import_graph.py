@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "tensorlib"
 
 # The folders, bottom to top; ``tensorlib/__main__.py`` (``python -m tensorlib``) is the top.
-BANDS = ("engine", "scalar", "data", "nn", "optim", "saving", "models", "adapters",
+BANDS = ("engine", "scalar", "data", "nn", "optim", "amp", "saving", "models", "adapters",
          "training", "viz", "course", "command_line", "__main__")
 
 # The package's one seam (tensorlib/engine/ops/function.py says why): ops return Tensors, and

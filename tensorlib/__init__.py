@@ -3,8 +3,8 @@
 Its folders are its layers, bottom to top, each importing only from those below it:
 :mod:`tensorlib.scalar` (scalar autograd), :mod:`tensorlib.engine` (the Tensor, autograd,
 the ops, the kernels), :mod:`tensorlib.data`, :mod:`tensorlib.nn` (modules and layers),
-:mod:`tensorlib.optim`, :mod:`tensorlib.saving`, :mod:`tensorlib.models`,
-:mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`, :mod:`tensorlib.viz` and
+:mod:`tensorlib.optim`, :mod:`tensorlib.amp` (mixed precision), :mod:`tensorlib.saving`,
+:mod:`tensorlib.models`, :mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`, :mod:`tensorlib.viz` and
 :mod:`tensorlib.course` (the workbook's checks); ``python -m tensorlib`` is the command line.
 This namespace holds PyTorch's top-level names (``tensorlib.tensor``, ``tensorlib.randn``,
 ``tensorlib.no_grad``, ...). The ops are written as their formulas; the speed tricks beside
@@ -18,13 +18,14 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from tensorlib import nn, optim
+from tensorlib import amp, nn, optim
 from tensorlib.engine.accelerators import (
     backends,
     cuda,
     get_float32_matmul_precision,
     set_float32_matmul_precision,
 )
+from tensorlib.engine.autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from tensorlib.engine.autograd import (
     Context,
     enable_grad,
@@ -36,11 +37,13 @@ from tensorlib.engine.devices import device
 from tensorlib.engine.dtypes import (
     bfloat16,
     double,
+    finfo,
     float16,
     half,
     int8,
     int16,
     long,
+    promote_types,
     short,
     uint8,
 )
@@ -230,17 +233,19 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Context", "Function", "Generator", "GradcheckError", "Rng", "Tensor", "abs", "all",
-    "allclose", "amax", "amin", "any", "arange", "argmax", "argmin", "backends", "bfloat16",
-    "bool_", "cat", "clone", "concat", "cuda", "custom_gradient", "default_rng", "device",
-    "double", "empty", "empty_like", "enable_grad", "equal", "exp", "flatten", "float16",
-    "float32", "float64", "from_numpy", "full", "full_like", "gather",
-    "get_float32_matmul_precision", "gradcheck", "gradcheck_module", "half", "histogram", "int16",
-    "int32", "int64", "int8", "is_grad_enabled", "is_reference_mode", "isclose", "linspace",
+    "allclose", "amax", "amin", "amp", "any", "arange", "argmax", "argmin", "autocast",
+    "backends", "bfloat16", "bool_", "cat", "clone", "concat", "cuda", "custom_gradient",
+    "default_rng", "device", "double", "empty", "empty_like", "enable_grad", "equal", "exp",
+    "finfo", "flatten", "float16", "float32", "float64", "from_numpy", "full", "full_like",
+    "gather", "get_autocast_dtype", "get_float32_matmul_precision", "gradcheck",
+    "gradcheck_module", "half", "histogram", "int16", "int32", "int64", "int8",
+    "is_autocast_enabled", "is_grad_enabled", "is_reference_mode", "isclose", "linspace",
     "load", "log", "log10", "log_softmax", "logsumexp", "long", "manual_seed", "matmul", "max",
-    "maximum", "mean", "min", "minimum", "multinomial", "nn", "no_grad", "normal", "numel", "ones",
-    "ones_like", "optim", "permute", "pow", "rand", "rand_like", "randint", "randn", "randn_like",
-    "randperm", "reference_mode", "relu", "reshape", "save", "set_float32_matmul_precision",
-    "set_reference_mode", "short", "sigmoid", "sign", "softmax", "split", "sqrt", "squeeze",
-    "stack", "std", "sum", "t", "tanh", "tensor", "topk", "transpose", "tril", "triu", "uint8",
-    "unbind", "unbroadcast", "unsqueeze", "var", "where", "zeros", "zeros_like"
+    "maximum", "mean", "min", "minimum", "multinomial", "nn", "no_grad", "normal", "numel",
+    "ones", "ones_like", "optim", "permute", "pow", "promote_types", "rand", "rand_like",
+    "randint", "randn", "randn_like", "randperm", "reference_mode", "relu", "reshape", "save",
+    "set_float32_matmul_precision", "set_reference_mode", "short", "sigmoid", "sign",
+    "softmax", "split", "sqrt", "squeeze", "stack", "std", "sum", "t", "tanh", "tensor",
+    "topk", "transpose", "tril", "triu", "uint8", "unbind", "unbroadcast", "unsqueeze", "var",
+    "where", "zeros", "zeros_like"
 ]

@@ -102,6 +102,8 @@ elif init_from == "resume":
 model.to(device)
 print(f"number of parameters: {model.get_num_params() / 1e6:.2f}M")
 
+# a GradScaler; with enabled=False (any dtype but float16) it passes everything through
+scaler = torch.amp.GradScaler(device_type, enabled=(dtype == "float16"))
 optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device_type)
 if init_from == "resume":
     optimizer.load_state_dict(checkpoint["optimizer"])
@@ -165,10 +167,12 @@ while True:
             logits, loss = model(X, Y)
             loss = loss / gradient_accumulation_steps  # the gradients add up over micro-steps
         X, Y = get_batch("train")  # the next batch (on a GPU, copied while this one computes)
-        loss.backward()
+        scaler.scale(loss).backward()  # the loss scaled, when training in float16
     if grad_clip != 0.0:
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
+    scaler.step(optimizer)  # skipped if a float16 gradient overflowed
+    scaler.update()
     optimizer.zero_grad(set_to_none=True)
 
     t1 = time.time()

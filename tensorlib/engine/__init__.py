@@ -3,6 +3,7 @@
 Bottom to top: the array backend and argument checks (``backend``, ``typing``,
 ``validation``), the one writer of files, whole or not at all (``files``, used by every
 folder that writes: saving, the tokenizer, the command line, the exercises' progress), the
+dtypes and their promotion (``dtypes``) and autocast's state (``autocast``), the
 splitmix64 generator (``splitmix64``), reverse-mode autograd
 (``autograd``), every differentiable op as one ``Function`` with its forward and backward
 side by side (``ops``), each op's public function written once (``methods``), the

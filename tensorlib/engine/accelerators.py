@@ -9,7 +9,7 @@ GPT" lecture's ``gpt.py``) run with ``import tensorlib as torch`` on a CPU.
   stream on the host and copies it to the device, so ``tensorlib.manual_seed`` alone decides
   the values on every device (a run on a GPU draws what a run on the CPU draws), and a
   program that seeds the CPU and the GPU with different seeds keeps its CPU stream, as in
-  PyTorch; ``is_bf16_supported()`` is False (numpy and CuPy have no bfloat16);
+  PyTorch; ``is_bf16_supported()`` is False (CuPy has no bfloat16; tensorlib's is a numpy dtype);
   ``synchronize()`` waits for the GPU's work with CuPy and does nothing without it.
 * ``tensorlib.backends``: ``cuda.matmul.allow_tf32`` (the float32 matmul precision as a
   switch, as in PyTorch: True is 'high', False 'highest'),
@@ -85,7 +85,8 @@ def manual_seed_all(seed: int) -> None:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """False: numpy and CuPy have no bfloat16, so tensorlib computes in float32 or float16."""
+    """False: CuPy has no bfloat16 (tensorlib's bfloat16 is ml_dtypes', a numpy dtype, for
+    tensors on the CPU), so a program asking about the GPU picks float16 there."""
     return False
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tensorlib.engine.dtypes import float32, is_low_precision
 from tensorlib.engine.typing import Array
 
 if TYPE_CHECKING:  # the engine works on Contexts and on anything shaped like a Tensor
@@ -204,6 +205,8 @@ def unbroadcast(grad: Array, shape: tuple[int, ...]) -> Array:
     """
     if grad.shape == shape:
         return grad
+    if is_low_precision(grad.dtype):  # a sum of many terms: taken in float32, rounded once
+        return unbroadcast(grad.astype(float32), shape).astype(grad.dtype)
     extra = grad.ndim - len(shape)
     if extra > 0:
         grad = grad.sum(axis=tuple(range(extra)))
@@ -290,6 +293,12 @@ def set_unshared_check(check: Callable[[Array], bool] | None) -> None:
     _unshared = _never if check is None else check
 
 
+def _silent_overflow() -> np.errstate:
+    """Gradients that overflow add up to inf and nan without a warning, as in PyTorch: a
+    float16 run's GradScaler looks for them."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
 class _Accumulator:
     """Sums gradient contributions, copying only when a second one arrives."""
 
@@ -300,11 +309,12 @@ class _Accumulator:
         self.owned = False  # True once ``value`` is an array the engine made itself
 
     def add(self, contribution: Array) -> None:
-        if self.owned:
-            self.value += contribution
-        else:
-            self.value = self.value + contribution
-            self.owned = True
+        with _silent_overflow():
+            if self.owned:
+                self.value += contribution
+            else:
+                self.value = self.value + contribution
+                self.owned = True
 
     def take(self) -> Array:
         """The sum, as an array a leaf may keep as its ``.grad``: one the engine made itself
@@ -361,13 +371,14 @@ class _Gradients:
     def commit(self) -> None:
         """Add each retained non-leaf's gradient and every leaf's gradient to its ``.grad``
         (the pass has succeeded)."""
-        for tensor, grad in self.retained:
-            tensor.grad = grad if tensor.grad is None else tensor.grad + grad
-        for tensor, accumulator in self.leaves.values():
-            if tensor.grad is None:
-                tensor.grad = accumulator.take()
-            else:
-                tensor.grad += accumulator.value
+        with _silent_overflow():
+            for tensor, grad in self.retained:
+                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+            for tensor, accumulator in self.leaves.values():
+                if tensor.grad is None:
+                    tensor.grad = accumulator.take()
+                else:
+                    tensor.grad += accumulator.value
 
 
 def _seed(root: Tensor, grad: Any) -> Array:

@@ -261,11 +261,10 @@ def _is_int(value: Any) -> bool:
 
 def _dtype(value: Any, what: str) -> np.dtype:
     """A ``to`` dtype, with an error that says what ``to`` takes when it is not one."""
-    if not hasattr(value, "why"):  # bfloat16, a name tensorlib cannot compute in, says so
-        try:
-            np.dtype(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{what} takes a device ('cpu', 'cuda:0', a tensorlib.device), a "
-                            f"dtype (tensorlib.float64) or a tensor; got {value!r} of type "
-                            f"{_name_of_type(value)}") from None
+    try:
+        np.dtype(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} takes a device ('cpu', 'cuda:0', a tensorlib.device), a "
+                        f"dtype (tensorlib.float64) or a tensor; got {value!r} of type "
+                        f"{_name_of_type(value)}") from None
     return validation.tensor_dtype(value, f"{what} dtype")

@@ -1,19 +1,28 @@
-"""The dtypes a tensor can have, under numpy's names and PyTorch's (``tensorlib.long``).
+"""The dtypes a tensor can have, under numpy's names and PyTorch's (``tensorlib.long``), and
+how two of them combine.
 
 A tensor's dtype is a numpy dtype; these are the same objects under PyTorch's names, so
-``x.to(torch.long)``-style code reads as it does in PyTorch. ``bfloat16`` is a name only: numpy
-has no bfloat16, and a conversion to it says so (its arithmetic comes with the chapter on
-number formats).
+``x.to(torch.long)``-style code reads as it does in PyTorch. ``bfloat16`` is the numpy dtype of
+``ml_dtypes`` (the one JAX uses): 8 exponent bits like float32, 7 fraction bits.
+
+float16 and bfloat16 are the *low-precision* dtypes: an op given them computes in float32 and
+rounds its result once (:mod:`tensorlib.engine.ops.function`), as PyTorch's CPU kernels do.
 """
 
 from __future__ import annotations
 
+import builtins
+from typing import Any
+
+import ml_dtypes
 import numpy as np
 
-__all__ = ["DEFAULT_FLOAT", "bfloat16", "bool", "bool_", "double", "float", "float16", "float32",
-           "float64", "half", "int", "int16", "int32", "int64", "int8", "long", "short", "uint8"]
+__all__ = ["DEFAULT_FLOAT", "FLOATING", "LOW_PRECISION", "bfloat16", "bool", "bool_", "double",
+           "float", "float16", "float32", "float64", "finfo", "half", "int", "int16", "int32",
+           "int64", "int8", "is_low_precision", "long", "promote_types", "short", "uint8"]
 
 float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 int8 = np.dtype(np.int8)
@@ -23,20 +32,44 @@ int64 = np.dtype(np.int64)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
 DEFAULT_FLOAT = float32  # what Python floats, and floating ops on integer tensors, make
+FLOATING = (float16, bfloat16, float32, float64)
+LOW_PRECISION = (float16, bfloat16)  # computed in float32, stored rounded
 
 
-class _NotYetADtype:
-    """A dtype name tensorlib knows but cannot compute in yet."""
-
-    def __init__(self, name: str, why: str):
-        self.name, self.why = name, why
-
-    def __repr__(self) -> str:
-        return f"tensorlib.{self.name}"
+def finfo(dtype: Any) -> ml_dtypes.finfo:
+    """PyTorch's ``torch.finfo``: a floating dtype's ``bits``, ``eps``, ``max``, ``min``,
+    ``tiny`` (= ``smallest_normal``) and ``resolution``, bfloat16's included (ml_dtypes')."""
+    return ml_dtypes.finfo(np.dtype(dtype))
 
 
-bfloat16 = _NotYetADtype("bfloat16", "numpy has no bfloat16; it comes with the chapter on "
-                         "number formats (use float32, or float16)")
+def is_low_precision(dtype: np.dtype) -> builtins.bool:
+    """Whether ``dtype`` is float16 or bfloat16 (numpy kinds 'f' and 'V': test by value)."""
+    return dtype == float16 or dtype == bfloat16
+
+
+# PyTorch's promotion between floating dtypes: the wider one, and float32 for the two 16-bit
+# formats together (neither holds the other: float16 has the precision, bfloat16 the range).
+_FLOAT_RANK = {float16: 1, bfloat16: 1, float32: 2, float64: 3}
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The dtype PyTorch's ``torch.promote_types`` gives for two dtypes: a float beats an
+    integer or bool, the wider float beats the narrower, float16 with bfloat16 is float32, and
+    two integer dtypes promote as numpy's do."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a == b:
+        return a
+    rank_a, rank_b = _FLOAT_RANK.get(a), _FLOAT_RANK.get(b)
+    if rank_a is None and rank_b is None:
+        return np.result_type(a, b)
+    if rank_b is None:
+        return a
+    if rank_a is None:
+        return b
+    if rank_a == rank_b:  # float16 and bfloat16
+        return float32
+    return a if rank_a > rank_b else b
+
 
 # PyTorch's other spellings (last: below them, these names are no longer Python's builtins)
 half = float16

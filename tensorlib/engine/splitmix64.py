@@ -411,7 +411,7 @@ class Rng:
         whose cumulative weight exceeds ``u * total``.
         """
         weights = np.asarray(probabilities)
-        if weights.dtype.kind not in "fiu" or weights.dtype == np.bool_:
+        if not validation.is_real(weights.dtype):
             raise TypeError(
                 f"probabilities must be a real numeric array, got dtype {weights.dtype}"
             )

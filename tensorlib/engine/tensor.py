@@ -18,7 +18,16 @@ from tensorlib.engine import validation
 from tensorlib.engine.autograd import Context, run_backward
 from tensorlib.engine.backend import copy_to_backend, device_of, is_backend_array
 from tensorlib.engine.devices import Device, backend_for, device_of_array, to_arguments
-from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_, float32, float64, int32, int64
+from tensorlib.engine.dtypes import (
+    DEFAULT_FLOAT,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+)
 from tensorlib.engine.methods import arithmetic, elementwise, in_place, reductions
 from tensorlib.engine.methods import shape as shape_methods  # `shape` is a property below
 from tensorlib.engine.tensor_arguments import _axis
@@ -50,7 +59,7 @@ def _to_array(data: Any, dtype: DTypeLike | None) -> Array:
         array = array.astype(DEFAULT_FLOAT)  # Python floats: float32 by default
     elif array.dtype.kind in "iu" and array.dtype != np.int64 and not isinstance(data, np.generic):
         array = array.astype(np.int64)
-    elif array.dtype.kind not in "biuf":
+    elif not validation.is_numeric(array.dtype):
         raise TypeError(f"cannot make a tensor from data of dtype {array.dtype}")
     return array
 
@@ -362,8 +371,10 @@ class Tensor:
         return np.asarray(self._data, dtype=dtype)
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self._data), precision=4, separator=", ",
-                               prefix="tensor(")
+        values = np.asarray(self._data)
+        if values.dtype == bfloat16:  # numpy formats its own floats only; float32 holds each
+            values = values.astype(float32)
+        body = np.array2string(values, precision=4, separator=", ", prefix="tensor(")
         extras = [f"dtype={self.dtype}"]
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name}>")
@@ -504,6 +515,12 @@ class Tensor:
     # ----------------------------------------------------------------------------- dtype
     def double(self) -> Tensor:
         return self.astype(float64)
+
+    def half(self) -> Tensor:
+        return self.astype(float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.astype(bfloat16)
 
     def long(self) -> Tensor:
         return self.astype(int64)

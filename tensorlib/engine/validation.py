@@ -13,13 +13,25 @@ from typing import Any
 
 import numpy as np
 
+from tensorlib.engine.dtypes import bfloat16
 from tensorlib.engine.typing import Array
 
 
 def is_floating(dtype: np.dtype) -> bool:
-    """Whether ``dtype`` is a floating-point dtype (float16, float32, float64): the one
-    spelling of this test (``np.issubdtype`` is slow on a hot path)."""
-    return dtype.kind == "f"
+    """Whether ``dtype`` is a floating-point dtype (float16, bfloat16, float32, float64): the
+    one spelling of this test (``np.issubdtype`` is slow on a hot path, and bfloat16's numpy
+    kind is 'V')."""
+    return dtype.kind == "f" or dtype == bfloat16
+
+
+def is_real(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` holds real numbers: an integer or a float (not bool)."""
+    return dtype.kind in "fiu" or dtype == bfloat16
+
+
+def is_numeric(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is one a tensor can have: bool, an integer or a float."""
+    return dtype.kind in "biuf" or dtype == bfloat16
 
 
 def integer(value: Any, what: str, minimum: int | None = None,
@@ -169,14 +181,12 @@ def shape(value: Any, what: str) -> tuple[int, ...]:
 def tensor_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
     """``np.dtype(dtype)``, which must be a dtype a tensor can have: bool, an integer or a
     float."""
-    if hasattr(dtype, "why"):  # a name tensorlib knows but cannot compute in (bfloat16)
-        raise TypeError(f"{what}: {dtype.name} is not supported yet: {dtype.why}")
     try:
         result = np.dtype(dtype)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be a bool, integer or floating-point dtype, got "
                         f"{dtype!r}") from None
-    if result.kind not in "biuf":
+    if not is_numeric(result):
         raise TypeError(f"{what} must be a bool, integer or floating-point dtype, got {result}")
     return result
 
@@ -186,7 +196,7 @@ def fill_value(value: Any, what: str) -> Any:
     or a one-element array of numbers (as PyTorch takes a 0-d tensor), made 0-d."""
     if isinstance(value, (numbers.Real, np.bool_)):
         return value
-    if hasattr(value, "dtype") and hasattr(value, "shape") and value.dtype.kind in "biuf":
+    if hasattr(value, "dtype") and hasattr(value, "shape") and is_numeric(value.dtype):
         if math.prod(value.shape) != 1:
             raise ValueError(f"{what} must be one number, got an array of shape "
                              f"{tuple(value.shape)}")
@@ -203,7 +213,7 @@ def numeric_array(value: Any, what: str) -> Array:
             array = np.asarray(value)
         except (TypeError, ValueError):
             array = None
-    if array is None or array.dtype.kind not in "biuf":
+    if array is None or not is_numeric(array.dtype):
         raise TypeError(f"{what} must be a number or an array of numbers, got {value!r} of "
                         f"type {type(value).__name__}")
     return array

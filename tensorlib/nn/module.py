@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.engine.backend import to_numpy
+from tensorlib.engine.dtypes import bfloat16, float16
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import conversion
 from tensorlib.nn.hooks import RemovableHandle
@@ -501,6 +502,16 @@ class Module:
         """Cast every floating parameter and buffer (and gradient) to float64, in place
         (``_apply``); integer buffers keep their dtype. Returns self."""
         return self._apply(conversion.floating_to(np.dtype(np.float64)))
+
+    def half(self) -> Module:
+        """Cast every floating parameter and buffer (and gradient) to float16, in place:
+        ``float`` with float16. Returns self."""
+        return self._apply(conversion.floating_to(float16))
+
+    def bfloat16(self) -> Module:
+        """Cast every floating parameter and buffer (and gradient) to bfloat16, in place:
+        ``float`` with bfloat16. Returns self."""
+        return self._apply(conversion.floating_to(bfloat16))
 
     # ------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, np.ndarray]:

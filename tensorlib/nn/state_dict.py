@@ -12,7 +12,7 @@ import numpy as np
 from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import writable
 from tensorlib.engine.tensor import Tensor
-from tensorlib.engine.validation import is_floating
+from tensorlib.engine.validation import is_floating, is_real
 from tensorlib.nn.parameter import Parameter
 
 
@@ -67,7 +67,7 @@ def stage_by_name(own: Mapping[str, Tensor], state: Any, strict: bool, failure: 
         if array.shape != target.shape:
             problems.append(f"'{name}': shape {array.shape} in {source}, {target.shape} in "
                             "the model")
-        elif array.dtype.kind not in "fiu":
+        elif not is_real(array.dtype):
             problems.append(f"'{name}': dtype {array.dtype} is not numeric")
         elif not isinstance(target, Parameter) and \
                 is_floating(array.dtype) != is_floating(target.dtype):

@@ -114,7 +114,7 @@ def staged_array(name: str, value: Any, parameter: Parameter) -> np.ndarray:
         value = value.numpy()
     xp = array_module(parameter.numpy())
     array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
-    if array.dtype.kind not in "fiu":
+    if not validation.is_real(array.dtype):
         raise ValueError(f"{name}: dtype {array.dtype} is not a real number type")
     if tuple(array.shape) != parameter.shape:
         raise ValueError(
@@ -378,7 +378,7 @@ class Optimizer:
             if not parameter.trainable or parameter.grad is None:
                 continue
             grad = gradient_array(parameter, self.describe(index))
-            if grad.dtype.kind not in "fiu":
+            if not validation.is_real(grad.dtype):
                 raise TypeError(
                     f"gradient of {self.describe(index)} has dtype {grad.dtype}, "
                     "expected a real number type"

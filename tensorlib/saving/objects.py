@@ -25,6 +25,7 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 
 from tensorlib.engine.backend import is_backend_array, to_numpy
+from tensorlib.engine.dtypes import bfloat16
 from tensorlib.engine.files import write_atomic
 from tensorlib.engine.tensor import Tensor
 from tensorlib.saving.checkpoint_reader import LEGACY_MAGIC, MAGIC, CheckpointError
@@ -40,9 +41,9 @@ __all__ = ["FORMAT", "MAX_DEPTH", "SAVABLE_DTYPES", "VERSION", "load", "save"]
 FORMAT = "tensorlib.save"  # the one key of the file's safetensors metadata: the file's marker
 VERSION = 1
 MAX_DEPTH = 100  # containers inside containers; a checkpoint nests a handful deep
-SAVABLE_DTYPES = frozenset(np.dtype(name) for name in (
+SAVABLE_DTYPES = frozenset([*(np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64"))
+    "float16", "float32", "float64")), bfloat16])
 
 FileLike: TypeAlias = "str | os.PathLike[str] | IO[bytes]"
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from safetensors import numpy as safetensors_numpy
 
+from tensorlib.engine import dtypes
 from tensorlib.engine.files import write_atomic
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn.module import Module, check_module
@@ -56,11 +57,14 @@ def save_safetensors(path: str | os.PathLike, module: Module,
 
 def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """The arrays of a safetensors file, checked to be finite real numbers
-    (CheckpointError otherwise; OSError when the file cannot be read)."""
+    (CheckpointError otherwise; OSError when the file cannot be read). bfloat16 arrays are
+    returned as float32, which holds each value exactly (Llama's weights are stored so)."""
     with open(path, "rb") as handle:
         contents = handle.read()
     arrays = parse_safetensors(contents, str(os.fspath(path)))
     for name, array in arrays.items():
+        if array.dtype == dtypes.bfloat16:
+            arrays[name] = array = array.astype(np.float32)
         if array.dtype.kind not in "fiu":
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has dtype {array.dtype}, "
                                   "not a real number type")
@@ -81,9 +85,9 @@ def parse_safetensors(contents: bytes, source: str) -> dict[str, np.ndarray]:
     before it makes any array (a header length within the file, a JSON header, known dtypes,
     shapes of non-negative ints, offsets that tile the data exactly, each array's byte count
     its shape times its item size); anything wrong raises CheckpointError naming ``source``.
-    bfloat16 arrays are returned as float32 (exactly: numpy has no bfloat16)."""
+    bfloat16 arrays are returned as bfloat16 (ml_dtypes')."""
     bfloat16 = _bfloat16_names(contents, source) if b'"BF16"' in contents[:1 << 20] else []
-    if bfloat16:  # numpy has no bfloat16: read its bits as uint16 (same size, same checks)
+    if bfloat16:  # the reader knows no bfloat16: its bits read as uint16 (same size, checks)
         length = struct.unpack_from("<Q", contents)[0]
         header = contents[8:8 + length].replace(b'"BF16"', b'"U16" ')
         contents = contents[:8] + header + contents[8 + length:]
@@ -92,14 +96,14 @@ def parse_safetensors(contents: bytes, source: str) -> dict[str, np.ndarray]:
     except Exception as error:  # the reader raises its own error types, and TypeError
         raise CheckpointError(f"{source} is not a readable safetensors file "
                               f"({type(error).__name__}: {error})") from None
-    for name in bfloat16:  # a bfloat16 is the top half of the float32 of the same value
-        arrays[name] = (arrays[name].astype(np.uint32) << 16).view(np.float32)
+    for name in bfloat16:
+        arrays[name] = arrays[name].view(dtypes.bfloat16)
     return arrays
 
 
 def _bfloat16_names(contents: bytes, source: str) -> list[str]:
     """The names of the bfloat16 arrays in the header of safetensors bytes (Llama's weights
-    are stored so; they are read as float32, which holds every bfloat16 exactly)."""
+    are stored so)."""
     if len(contents) < 8:
         return []
     (length,) = struct.unpack_from("<Q", contents)

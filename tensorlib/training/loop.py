@@ -27,7 +27,7 @@ from typing import Any, overload
 import numpy as np
 
 from tensorlib.engine.tensor import Tensor
-from tensorlib.engine.validation import positive, positive_integer, real
+from tensorlib.engine.validation import is_real, positive, positive_integer, real
 from tensorlib.nn.modes import evaluation_mode
 from tensorlib.optim.clip import clip_grad_norm, global_gradient_norm
 
@@ -150,7 +150,7 @@ def _scalar(value: Any, what: str) -> float:
     if isinstance(value, Tensor):
         value = value.numpy()
     array = np.asarray(value)
-    if array.size != 1 or array.dtype.kind not in "fiu":
+    if array.size != 1 or not is_real(array.dtype):
         raise TypeError(f"{what} must be a single real number, got "
                         f"{type(value).__name__} of shape {array.shape}")
     return float(array.reshape(()))

@@ -43,11 +43,11 @@ class HalfLinear(LinearStandIn):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.dtype = linear.weight.dtype
-        self.register_buffer("half", linear.weight.data.astype(np.float16))
+        self.register_buffer("weight_half", linear.weight.data.astype(np.float16))
         self.bias = linear.bias
 
     def dense_weight(self):
-        return self.half.data.astype(self.dtype)
+        return self.weight_half.data.astype(self.dtype)
 
     def forward(self, x):
         return functional.linear(x, tl.Tensor(self.dense_weight()), self.bias)
@@ -115,7 +115,7 @@ def test_lora_adapts_any_stand_in_through_the_interface():
     attach_lora(model, "blocks.0.mlp_input", rank=2, alpha=4, rng=Rng(1))
     layer = model.blocks[0].mlp_input
     assert isinstance(layer.base, HalfLinear) and layer.dtype == np.float32
-    assert [name for name, _ in layer.named_buffers()] == ["half"]
+    assert [name for name, _ in layer.named_buffers()] == ["weight_half"]
     np.testing.assert_array_equal(logits(model, ids), before)  # B = 0 at attach time
     for parameter in lora_parameters(model).values():
         parameter.data[...] = Rng(3).normal(size=parameter.shape).astype(np.float32)

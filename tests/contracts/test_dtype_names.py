@@ -23,12 +23,14 @@ def test_star_import_leaves_pythons_float_and_int_alone():
     assert "bool" not in namespace and tl.bool == np.bool_
 
 
-def test_bfloat16_is_a_name_whose_conversion_says_it_is_not_supported_yet():
-    assert repr(tl.bfloat16) == "tensorlib.bfloat16"
-    with pytest.raises(TypeError, match="bfloat16 is not supported yet"):
-        tl.zeros(2).astype(tl.bfloat16)
-    with pytest.raises(TypeError, match="bfloat16 is not supported yet"):
-        tl.zeros(2, dtype=tl.bfloat16)
+def test_bfloat16_is_ml_dtypes_numpy_dtype_and_tensors_take_it():
+    import ml_dtypes
+
+    assert tl.bfloat16 == np.dtype(ml_dtypes.bfloat16) and str(tl.bfloat16) == "bfloat16"
+    assert tl.zeros(2).astype(tl.bfloat16).dtype == tl.bfloat16
+    assert tl.zeros(2, dtype=tl.bfloat16).dtype == tl.bfloat16
+    assert tl.ones(3).bfloat16().dtype == tl.bfloat16 and tl.ones(3).half().dtype == tl.half
+    assert tl.tensor([1.0, 2.0], dtype=tl.bfloat16).tolist() == [1.0, 2.0]
 
 
 def test_from_numpy_shares_memory_and_keeps_the_dtype():

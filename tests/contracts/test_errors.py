@@ -278,15 +278,17 @@ def test_stack_shape_mismatch_names_shapes():
         tl.stack([_x(2, 3), _x(3, 2)])
 
 
-def test_concat_and_stack_need_tensors_of_one_dtype():
+def test_concat_and_stack_take_tensors_and_promote_their_dtypes():
     with pytest.raises(ValueError, match="at least one"):
         tl.concat([])
     with pytest.raises(ValueError, match="at least one"):
         tl.stack([])
     with pytest.raises(TypeError, match="ndarray"):
         tl.concat([_x(2), np.zeros(2)])
-    with pytest.raises(TypeError, match="dtypes"):
-        tl.concat([tl.zeros(2), tl.zeros(2, dtype=tl.float64)])
+    assert tl.concat([tl.zeros(2), tl.zeros(2, dtype=tl.float64)]).dtype == tl.float64
+    assert tl.stack([tl.zeros(2, dtype=tl.half), tl.zeros(2, dtype=tl.bfloat16)]).dtype == \
+        tl.float32  # PyTorch's promotion
+    assert tl.concat([tl.zeros(2, dtype=tl.int64), tl.zeros(2)]).dtype == tl.float32
 
 
 # --------------------------------------------------------------------------- gelu, split

@@ -265,3 +265,70 @@ def test_the_char_rnn_runs_on_pytorch_and_gives_its_numbers(tmp_path):
                                        err_msg=name)
         hidden_ours = ours_program.detach(hidden_ours)
         hidden_theirs = theirs_program.detach(hidden_theirs)
+
+
+# ------------------------------------------- mixed precision: autocast and GradScaler (19a)
+AMP = EXAMPLES / "amp_training.py"
+AMP_SMALL = ["--max_iters=40", "--eval_interval=20", "--batch_size=32", "--n_hidden=64"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_the_amp_program_trains_saves_and_resumes_on_tensorlib(dtype, tmp_path, capsys):
+    saved = tmp_path / "amp.pt"
+    finished = run(AMP, *AMP_SMALL, f"--dtype={dtype}", f"--out={saved}")["finished"]
+    losses = [loss for _, loss in finished["history"]]
+    assert [step for step, _ in finished["history"]] == [0, 20, 40]
+    assert losses[-1] < losses[0] - 0.3, losses  # from ln 27 = 3.30 down
+    checkpoint = tl.load(saved)
+    if dtype == "float16":  # the scaler's five entries, PyTorch's names
+        assert checkpoint["scaler"] == finished["scaler"].state_dict()
+        assert set(checkpoint["scaler"]) == {"scale", "growth_factor", "backoff_factor",
+                                             "growth_interval", "_growth_tracker"}
+    else:  # a disabled scaler's state is empty, as in PyTorch
+        assert checkpoint["scaler"] == {} and finished["scales"] == [1.0] * 40
+    resumed = run(AMP, *AMP_SMALL, f"--dtype={dtype}", f"--resume={saved}",
+                  "--max_iters=60")["finished"]
+    assert resumed["history"][0] == finished["history"][-1]  # the same model, evaluated again
+    assert resumed["scaler"].state_dict() != {} or dtype != "float16"
+    capsys.readouterr()
+
+
+def test_the_amp_program_runs_on_pytorch_and_follows_its_scale(tmp_path):
+    torch = pytest.importorskip("torch")
+    copy = on_pytorch(AMP, tmp_path / "on_pytorch")
+    finished = run(copy, *AMP_SMALL, "--dtype=float16", "--max_iters=20",
+                   "--eval_interval=20")["finished"]
+    assert finished["history"][-1][1] < finished["history"][0][1]
+
+    ours_program = load_module(AMP, "amp_on_tensorlib")
+    theirs_program = load_module(copy, "amp_on_pytorch")
+    ours, theirs = ours_program.MLP(27, 3, 8, 32), theirs_program.MLP(27, 3, 8, 32)
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v
+                            in ours.state_dict().items()}, strict=True)
+    # a scale near float16's limit: steps that overflow are skipped and halve it, two good
+    # steps in a row double it
+    settings = {"init_scale": 2.0 ** 20, "growth_interval": 2}
+    engines = [(tl, ours_program, ours), (torch, theirs_program, theirs)]
+    runs = []
+    for engine, program, model in engines:
+        optimizer = engine.optim.AdamW(model.parameters(), lr=1e-2)
+        scaler = engine.amp.GradScaler("cpu", **settings)
+        ctx = engine.autocast(device_type="cpu", dtype=engine.float16)
+        draw = np.random.default_rng(0)
+        scales, losses = [], []
+        for _ in range(12):
+            batches = [(engine.tensor(draw.integers(0, 27, size=(16, 3))),
+                        engine.tensor(draw.integers(0, 27, size=16))) for _ in range(2)]
+            losses.append(program.train_step(model, optimizer, scaler, ctx, batches))
+            scales.append(scaler.get_scale())
+        runs.append((scales, losses, scaler.state_dict()))
+    (our_scales, our_losses, our_state), (their_scales, their_losses, their_state) = runs
+    assert our_scales == their_scales and our_state == their_state, their_scales
+    changes = [after / before for before, after in zip(our_scales[:-1], our_scales[1:],
+                                                        strict=True)]
+    assert 0.5 in changes and 2.0 in changes, our_scales  # skipped steps and growth
+    np.testing.assert_allclose(our_losses, their_losses, rtol=2e-3)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(),
+                                 strict=True):
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-2, atol=2e-3,
+                                   err_msg=name)

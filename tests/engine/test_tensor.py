@@ -173,18 +173,17 @@ def test_float_scalar_with_int_tensor_gives_float32():
         lambda a, b: tl.stack([a, b]),
     ],
 )
-def test_mixed_float32_float64_raises_type_error(op):
-    a = tl.tensor(np.array([1.0, 2.0], dtype=np.float32))
-    b = tl.tensor(np.array([3.0, 4.0], dtype=np.float64))
-    with pytest.raises(TypeError):
-        op(a, b)
-    with pytest.raises(TypeError):
-        op(b, a)
+def test_mixed_float32_float64_promote_to_float64_as_in_pytorch(op):
+    a = tl.tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    b = tl.tensor(np.array([3.0, 4.0], dtype=np.float64), requires_grad=True)
+    assert op(a, b).dtype == np.float64 and op(b, a).dtype == np.float64
+    op(a, b).sum().backward()  # each gradient in its own tensor's dtype
+    assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
 
 
-def test_float64_numpy_array_with_float32_tensor_raises():
-    with pytest.raises(TypeError, match="float32"):
-        tl.tensor([1.0, 2.0]) + np.array([1.0, 2.0])
+def test_float64_numpy_array_with_float32_tensor_gives_float64_a_float64_scalar_does_not():
+    assert (tl.tensor([1.0, 2.0]) + np.array([1.0, 2.0])).dtype == np.float64
+    assert (tl.tensor([1.0, 2.0]) * np.float64(2.0)).dtype == np.float32  # a 0-d operand
 
 
 def test_astype_float_double_long():

@@ -23,7 +23,6 @@ import numpy as np
 
 import tensorlib.nn.functional as F
 from tensorlib.course.checks.recurrent_nets import (
-    DTYPE_SLIPS,
     TRANSPOSED,
     gradients,
     leaves,
@@ -158,7 +157,7 @@ def check_gru_cell(checker: Checker, gru_cell: Callable[..., Any]) -> HandOn:
             theirs = leaves(*[a.astype(dtype) for a in [*xs, h]])
             cell = loaded_cell(GRUCell, [a.astype(dtype) for a in w], dtype)
             state, expected = mine[steps], theirs[steps]
-            with checker.named_errors({**TRANSPOSED, **DTYPE_SLIPS}):
+            with checker.named_errors(TRANSPOSED):
                 for x in mine[:steps]:
                     state = gru_cell(x, state, *mine[steps + 1:])
             for x in theirs[:steps]:
@@ -251,7 +250,7 @@ def check_lstm_cell(checker: Checker, lstm_cell: Callable[..., Any]) -> HandOn:
             theirs = leaves(*[a.astype(dtype) for a in [*xs, h, c]])
             cell = loaded_cell(LSTMCell, [a.astype(dtype) for a in w], dtype)
             state, expected = (mine[steps], mine[steps + 1]), (theirs[steps], theirs[steps + 1])
-            with checker.named_errors({**TRANSPOSED, **DTYPE_SLIPS}):
+            with checker.named_errors(TRANSPOSED):
                 for x in mine[:steps]:
                     state = lstm_cell(x, state, *mine[steps + 2:])
             for x in theirs[:steps]:

@@ -2,7 +2,8 @@
 numbers to write, and the named pairs some methods return.
 
 PyTorch's promotion rules, in short: a Python number never upcasts a float32 tensor; two
-floating dtypes do not mix silently; an integer tensor meets a float one as that float.
+floating tensors meet in the wider dtype (float32 for float16 with bfloat16), unless one is
+0-d; an integer tensor meets a float one as that float.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from tensorlib.engine import tensor as tensor_module  # the class these serve, being defined
 from tensorlib.engine import validation
 from tensorlib.engine.backend import is_backend_array
-from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_
+from tensorlib.engine.dtypes import DEFAULT_FLOAT, bool_, promote_types
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 
@@ -96,14 +97,27 @@ def pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
         return a, b
     a_float, b_float = is_floating(a.dtype), is_floating(b.dtype)
     if a_float and b_float:
-        raise TypeError(f"mixed floating dtypes {a.dtype} and {b.dtype}; convert one with "
-                        ".float() or .double() first")
+        common = common_float(a, b)
+        return (a if a.dtype == common else a.to(common)), (b if b.dtype == common else
+                                                             b.to(common))
     if a_float:
         return a, wrap(b._data.astype(a.dtype))
     if b_float:
         return wrap(a._data.astype(b.dtype)), b
     common = np.result_type(a.dtype, b.dtype)
     return wrap(a._data.astype(common)), wrap(b._data.astype(common))
+
+
+def common_float(*tensors: Tensor) -> np.dtype:
+    """The dtype floating tensors of different dtypes meet in, as PyTorch promotes: the wider
+    float, float32 for float16 with bfloat16; a 0-d tensor (a number held as a tensor) yields
+    to the dtype of those with axes."""
+    with_axes = [t.dtype for t in tensors if t.ndim > 0]
+    dtypes = with_axes or [t.dtype for t in tensors]
+    common = dtypes[0]
+    for dtype in dtypes[1:]:
+        common = promote_types(common, dtype)
+    return common
 
 
 def bool_mask(mask: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -133,6 +147,7 @@ def in_place_operand(value: Any, what: str) -> Any:
 
 
 def same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:
+    """The tensors in one dtype, promoted as PyTorch's ``cat`` does (``promote_types``)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{what} needs at least one tensor")
@@ -140,6 +155,9 @@ def same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:
         if not isinstance(t, tensor_module.Tensor):
             raise TypeError(f"{what} takes tensors, got {type(t).__name__}")
     dtypes = {t.dtype for t in tensors}
-    if len(dtypes) != 1:
-        raise TypeError(f"{what}: tensors have different dtypes {sorted(map(str, dtypes))}")
-    return tensors
+    if len(dtypes) == 1:
+        return tensors
+    common = tensors[0].dtype  # PyTorch's cat and stack promote
+    for t in tensors[1:]:
+        common = promote_types(common, t.dtype)
+    return [t if t.dtype == common else t.to(common) for t in tensors]

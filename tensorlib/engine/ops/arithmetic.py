@@ -177,11 +177,15 @@ class Maximum(Function):
 class Cast(Function):
     """Change dtype; the gradient is cast back to the input's dtype."""
 
+    low_precision = "any"
+
     @staticmethod
     def forward(ctx: Context, a: Array, dtype: np.dtype) -> Array:
         ctx.input_dtype = a.dtype
-        return a.astype(dtype)
+        with np.errstate(over="ignore"):  # beyond float16's range: inf, as in PyTorch
+            return a.astype(dtype)
 
     @staticmethod
     def backward(ctx: Context, grad: Array) -> Array:
-        return grad.astype(ctx.input_dtype)
+        with np.errstate(over="ignore"):
+            return grad.astype(ctx.input_dtype)

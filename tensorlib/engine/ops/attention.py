@@ -48,6 +48,8 @@ class CausalAttention(Function):
     (this op, or the kernel registered in its place).
     """
 
+    autocast = "lower"
+
     op_name = "causal_attention"
 
     @staticmethod

@@ -126,6 +126,8 @@ class Convolution(Function):
     over images and positions.
     """
 
+    autocast = "lower"
+
     op_name = "conv"
 
     @staticmethod
@@ -323,6 +325,8 @@ class Pad(Function):
     edge ("replicate") or the other end ("circular"). Every non-constant entry is a copy of
     x at a source index along each axis; backward: each entry's gradient added to its source
     (the constant ones get none)."""
+
+    low_precision = "any"
 
     @staticmethod
     def forward(ctx: Context, x: Array, widths: tuple[tuple[int, int], ...], mode: str,

@@ -30,6 +30,8 @@ class CrossEntropy(Function):
     (this op, or the kernel registered in its place).
     """
 
+    autocast = "float32"
+
     op_name = "cross_entropy"
 
     @staticmethod

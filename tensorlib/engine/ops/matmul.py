@@ -39,6 +39,8 @@ class MatMul(Function):
     each summed over the batch axes that were broadcast. Each operand is saved only when
     the other's gradient needs it."""
 
+    autocast = "lower"
+
     @staticmethod
     def forward(ctx: Context, a: Array, b: Array) -> Array:
         _check_matmul_shapes(a, b)
@@ -81,6 +83,8 @@ class Linear(Function):
     ``add_bias`` and ``column_sum`` are called through ``ctx.function`` (this op, or the
     kernel registered in its place).
     """
+
+    autocast = "lower"
 
     @staticmethod
     def forward(ctx: Context, x: Array, weight: Array, bias: Array | None) -> Array:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class Reshape(Function):
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, a: Array, shape: tuple[int, ...]) -> Array:
         ctx.input_shape = a.shape
@@ -28,6 +30,8 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, a: Array, axes: tuple[int, ...]) -> Array:
         ctx.axes = axes
@@ -39,6 +43,8 @@ class Permute(Function):
 
 
 class Expand(Function):
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, a: Array, shape: tuple[int, ...]) -> Array:
         ctx.input_shape = a.shape
@@ -78,6 +84,8 @@ class GetItem(Function):
     """``a[index]``: basic or advanced indexing. The backward scatters the gradient back,
     adding (not overwriting) where an advanced index repeats an element."""
 
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, a: Array, index: Any) -> Array:
         advanced = is_advanced_index(index)
@@ -103,6 +111,8 @@ class GetItem(Function):
 
 
 class Concat(Function):
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, *arrays: Array, axis: int = 0) -> Array:
         ctx.axis = axis
@@ -121,6 +131,8 @@ class Concat(Function):
 
 class Where(Function):
     """``condition ? a : b``; each branch gets the gradient where it was chosen."""
+
+    low_precision = "any"  # moves or picks values: any dtype, views kept
 
     @staticmethod
     def forward(ctx: Context, a: Array, b: Array, condition: Array) -> Array:
@@ -143,6 +155,8 @@ class Where(Function):
 class MaskedFill(Function):
     """Entries where ``mask`` is True become ``value``; they pass no gradient back."""
 
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     op_name = "masked_fill"
 
     @staticmethod
@@ -164,6 +178,8 @@ class IndexPut(Function):
     ``x[index] = value`` computes. The overwritten entries pass no gradient to ``a``;
     ``value`` gets the gradient of every entry it was written to (summed over broadcasting,
     and over each repeat of a repeated advanced index, as in PyTorch)."""
+
+    low_precision = "any"  # moves or picks values: any dtype, views kept
 
     op_name = "index_put"
 
@@ -206,6 +222,8 @@ class Gather(Function):
     """``out[i][j] = a[index[i][j]][j]`` along ``dim`` (numpy's ``take_along_axis``); the
     backward adds each entry's gradient to the entry it was picked from."""
 
+    low_precision = "any"  # moves or picks values: any dtype, views kept
+
     @staticmethod
     def forward(ctx: Context, a: Array, dim: int, index: Any) -> Array:
         xp = array_module(a)
@@ -227,6 +245,8 @@ class Gather(Function):
 
 class Clone(Function):
     """A copy in memory of its own; the gradient passes through unchanged."""
+
+    low_precision = "any"  # moves or picks values: any dtype, views kept
 
     @staticmethod
     def forward(ctx: Context, a: Array) -> Array:

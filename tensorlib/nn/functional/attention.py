@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.engine import ops, validation
+from tensorlib.engine import autocast, ops, validation
+from tensorlib.engine.dtypes import is_low_precision
 from tensorlib.engine.ops.softmax import causal_forbidden
 from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.validation import is_floating
 from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype, _check_tensor
 from tensorlib.nn.functional.dropout import dropout
 from tensorlib.nn.functional.softmax import softmax_reference
@@ -160,8 +162,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     whatever the module's mode (pass 0.0 in eval, as PyTorch programs do). With
     ``enable_gqa`` the key and value may have fewer heads (axis -3) than the query, a
     divisor of its count: each key/value head serves that many query heads in turn.
+
+    float16 and bfloat16 inputs (an ``autocast`` block casts float32 ones to its dtype, as
+    PyTorch's lists it) are attended in float32 and the output rounded once, as PyTorch's
+    fused CPU kernel does.
     """
+    if autocast.active():  # PyTorch's lower-precision list names this function
+        query, key, value, attn_mask = autocast.cast_inputs(
+            "lower", (query, key, value, attn_mask))
     _check_sdpa(query, key, value, attn_mask, is_causal, enable_gqa)
+    if is_low_precision(query.dtype):
+        low = query.dtype
+        mask = attn_mask if attn_mask is None or not is_floating(attn_mask.dtype) \
+            else attn_mask.float()
+        with autocast.suspended():
+            output = scaled_dot_product_attention(query.float(), key.float(), value.float(),
+                                                  mask, dropout_p, is_causal, scale,
+                                                  enable_gqa)
+        return output.to(low)
     dropout_p = validation.real(dropout_p, "scaled_dot_product_attention dropout_p",
                                 low=0.0, high=1.0)
     scale = _attention_scale(scale, query.shape[-1], "scaled_dot_product_attention")

@@ -67,6 +67,7 @@ def _convolution(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dila
         _check_floating(bias, f"{what} bias")
         if bias.shape != (out_channels,):
             raise ValueError(f"{what} bias must be ({out_channels},), got shape {bias.shape}")
+    x, weight, bias = ops.Convolution.autocast_inputs(x, weight, bias)
     _check_one_dtype(what, x, weight, bias)
     stride = per_axis(stride, dims, f"{what} stride", 1)
     dilation = per_axis(dilation, dims, f"{what} dilation", 1)

@@ -31,6 +31,7 @@ def _check_linear(x: Any, weight: Any, bias: Any) -> None:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x (..., in) @ weight (out, in)ᵀ + bias (out,)`` → ``(..., out)``. One fused node."""
+    x, weight, bias = ops.Linear.autocast_inputs(x, weight, bias)
     _check_linear(x, weight, bias)
     return ops.Linear.apply(x, weight, bias)
 

@@ -124,6 +124,7 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX
     1 for inputs with more than two axes). Stable for logits of any magnitude; inputs are
     not modified. Non-integer targets raise TypeError, out-of-range ones IndexError.
     """
+    (logits,) = ops.CrossEntropy.autocast_inputs(logits)
     array, kept, smoothing = _check_cross_entropy(logits, targets, ignore_index, reduction,
                                                   label_smoothing)
     return ops.CrossEntropy.apply(logits, targets=array, kept=kept, reduction=reduction,

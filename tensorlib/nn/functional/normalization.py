@@ -12,7 +12,9 @@ import numpy as np
 from tensorlib.engine import ops, validation
 from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import array_module
+from tensorlib.engine.dtypes import finfo
 from tensorlib.engine.tensor import Tensor
+from tensorlib.engine.validation import is_floating
 from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype
 
 
@@ -82,8 +84,8 @@ def layer_norm_reference(input: Tensor, normalized_shape: int | Sequence[int],
 
 def _rms_eps(input: Any, eps: float | None) -> float:
     """``eps``, or PyTorch's default when None: the machine epsilon of the input's dtype."""
-    if eps is None and isinstance(input, Tensor) and np.issubdtype(input.dtype, np.floating):
-        return float(np.finfo(input.dtype).eps)
+    if eps is None and isinstance(input, Tensor) and is_floating(input.dtype):
+        return float(finfo(input.dtype).eps)
     return eps  # type: ignore[return-value]  # checked by _check_norm
 
 

@@ -14,8 +14,6 @@ SLIPS = {
         ("the softmax over the queries", ".softmax(dim=-1)", ".softmax(dim=-2)", "queries"),
         ("output and weights swapped", "return weights @ v, weights",
          "return weights, weights @ v", "swapped"),
-        ("np.sqrt, a float64, on float32 tensors", "math.sqrt(width)", "np.sqrt(width)",
-         "math.sqrt"),
     ],
     "pc13-layer-check": [
         ("qkv_bias not added", " + self.qkv_bias[i] for i", " for i", "qkv_bias"),

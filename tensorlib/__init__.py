@@ -1,14 +1,15 @@
 """tensorlib: a small deep-learning engine on numpy, built up one layer at a time.
 
 Its folders are its layers, bottom to top, each importing only from those below it:
-:mod:`tensorlib.scalar` (scalar autograd), :mod:`tensorlib.engine` (the Tensor, autograd,
-the ops, the kernels), :mod:`tensorlib.data`, :mod:`tensorlib.nn` (modules and layers),
+:mod:`tensorlib.scalar` (scalar autograd), :mod:`tensorlib.engine` (the Tensor, autograd, the
+ops, the kernels), :mod:`tensorlib.data`, :mod:`tensorlib.nn` (modules and layers),
 :mod:`tensorlib.optim`, :mod:`tensorlib.amp` (mixed precision), :mod:`tensorlib.saving`,
-:mod:`tensorlib.models`, :mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`, :mod:`tensorlib.viz` and
-:mod:`tensorlib.course` (the workbook's checks); ``python -m tensorlib`` is the command line.
-This namespace holds PyTorch's top-level names (``tensorlib.tensor``, ``tensorlib.randn``,
-``tensorlib.no_grad``, ...). The ops are written as their formulas; the speed tricks beside
-them are switched off by ``reference_mode()``, which runs everything on the plain paths.
+:mod:`tensorlib.models`, :mod:`tensorlib.adapters` (LoRA, NF4), :mod:`tensorlib.training`,
+:mod:`tensorlib.viz` and :mod:`tensorlib.course` (the workbook's checks); ``python -m
+tensorlib`` is the command line. This namespace holds PyTorch's top-level names
+(``tensorlib.tensor``, ``tensorlib.randn``, ``tensorlib.no_grad``, ...). The ops are written as
+their formulas; the speed tricks beside them are switched off by ``reference_mode()``, which
+runs everything on the plain paths.
 """
 
 import importlib

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorlib.engine.dtypes import float32, is_low_precision
+from tensorlib.engine.dtypes import is_low_precision, to_float32
 from tensorlib.engine.typing import Array
 
 if TYPE_CHECKING:  # the engine works on Contexts and on anything shaped like a Tensor
@@ -206,7 +206,7 @@ def unbroadcast(grad: Array, shape: tuple[int, ...]) -> Array:
     if grad.shape == shape:
         return grad
     if is_low_precision(grad.dtype):  # a sum of many terms: taken in float32, rounded once
-        return unbroadcast(grad.astype(float32), shape).astype(grad.dtype)
+        return unbroadcast(to_float32(grad), shape).astype(grad.dtype)
     extra = grad.ndim - len(shape)
     if extra > 0:
         grad = grad.sum(axis=tuple(range(extra)))

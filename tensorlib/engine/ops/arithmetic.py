@@ -10,6 +10,7 @@ import numpy as np
 
 from tensorlib.engine.autograd import Context, unbroadcast
 from tensorlib.engine.backend import array_module
+from tensorlib.engine.dtypes import float32, is_low_precision, to_float32
 from tensorlib.engine.ops.function import Function
 from tensorlib.engine.typing import Array
 
@@ -182,10 +183,15 @@ class Cast(Function):
     @staticmethod
     def forward(ctx: Context, a: Array, dtype: np.dtype) -> Array:
         ctx.input_dtype = a.dtype
-        with np.errstate(over="ignore"):  # beyond float16's range: inf, as in PyTorch
-            return a.astype(dtype)
+        return _cast(a, dtype)
 
     @staticmethod
     def backward(ctx: Context, grad: Array) -> Array:
-        with np.errstate(over="ignore"):
-            return grad.astype(ctx.input_dtype)
+        return _cast(grad, ctx.input_dtype)
+
+
+def _cast(array: Array, dtype: np.dtype) -> Array:
+    if dtype == float32 and is_low_precision(array.dtype):
+        return to_float32(array)
+    with np.errstate(over="ignore"):  # beyond float16's range: inf, as in PyTorch
+        return array.astype(dtype)

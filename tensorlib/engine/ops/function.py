@@ -35,7 +35,7 @@ from tensorlib.engine import autocast, autograd, kernel_table
 from tensorlib.engine import tensor as tensor_module  # ops make Tensors: the one seam
 from tensorlib.engine.autograd import Context
 from tensorlib.engine.backend import device_of
-from tensorlib.engine.dtypes import float32, is_low_precision, promote_types
+from tensorlib.engine.dtypes import float32, is_low_precision, promote_types, to_float32
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 
@@ -133,8 +133,7 @@ def _low_precision_of(op: type[Function], arrays: Sequence[Array | None]) -> Any
 
 
 def _widened(array: Array | None) -> Array | None:
-    return array.astype(float32) if array is not None and is_low_precision(array.dtype) \
-        else array
+    return to_float32(array) if array is not None and is_low_precision(array.dtype) else array
 
 
 _TWINS: dict[type[Function], type[Function]] = {}
@@ -161,7 +160,7 @@ def _rounding_twin(function: type[Function]) -> type[Function]:
 
     def backward(ctx: Context, grad: Array) -> Any:
         with _overflow_is_inf():
-            grads = function.backward(ctx, grad.astype(float32))
+            grads = function.backward(ctx, to_float32(grad))
         if not isinstance(grads, tuple):
             return _narrowed(grads, ctx.input_dtypes_low[0])
         return tuple(_narrowed(g, dtype) for g, dtype in zip(grads, ctx.input_dtypes_low,

@@ -32,8 +32,9 @@ draws the same values on every device.
 The generator's floats are float32: a float64 ``randn``, ``rand`` or ``z`` holds the same
 float32 values exactly (a float64 ``normal`` then forms ``mean + std * z`` in float64). The
 values differ from PyTorch's, which uses another generator; shapes, dtypes and which calls
-are refused follow PyTorch, except that every mean and std must be finite, the float
-factories return float32 or float64 only, and ``multinomial`` without replacement refuses
+are refused follow PyTorch, except that every mean and std must be finite, ``randn`` and
+``rand`` in float16 or bfloat16 round their float32 draws (``rand`` stays below 1), the other
+float factories return float32 or float64 only, and ``multinomial`` without replacement refuses
 more samples than a row has positive weights (PyTorch then draws zero-weight categories).
 """
 
@@ -48,6 +49,7 @@ from numpy.typing import DTypeLike
 from tensorlib.engine import validation
 from tensorlib.engine.backend import Backend, copy_to_backend, device_of, to_numpy
 from tensorlib.engine.devices import backend_for
+from tensorlib.engine.dtypes import is_low_precision
 from tensorlib.engine.splitmix64 import Generator, default_rng
 from tensorlib.engine.tensor import Tensor, float32, int64
 from tensorlib.engine.validation import is_floating
@@ -88,12 +90,20 @@ def _size_sequence(size: Any, function: str) -> tuple[int, ...]:
     return validation.shape(size, f"{function} size")
 
 
-def _float_dtype(dtype: Any, function: str) -> np.dtype:
-    """``dtype`` as float32 or float64, the dtypes a float factory returns."""
+def _float_dtype(dtype: Any, function: str, low_precision: bool = False) -> np.dtype:
+    """``dtype`` as float32 or float64, the dtypes a float factory returns (or float16 and
+    bfloat16 where ``low_precision``: drawn in float32, then rounded)."""
     result = validation.tensor_dtype(dtype, f"{function} dtype")
+    if low_precision and is_low_precision(result):
+        return result
     if result not in _FLOAT_DTYPES:
-        raise TypeError(f"{function} dtype must be float32 or float64, got {result}")
+        allowed = "a floating-point dtype" if low_precision else "float32 or float64"
+        raise TypeError(f"{function} dtype must be {allowed}, got {result}")
     return result
+
+
+def _drawn_in(dtype: np.dtype) -> np.dtype:
+    return float32 if is_low_precision(dtype) else dtype
 
 
 def _requires_grad(requires_grad: Any, dtype: np.dtype) -> bool:
@@ -138,10 +148,10 @@ def randn(*size: int | Sequence[int], generator: Generator | None = None,
 
     The values are ``Rng.normal(0.0, 1.0, size=size)``: two draws per element, C order.
     """
-    shape, dtype = _size(size, "randn"), _float_dtype(dtype, "randn")
+    shape, dtype = _size(size, "randn"), _float_dtype(dtype, "randn", low_precision=True)
     requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
-    values = _generator(generator).normal(0.0, 1.0, size=shape, dtype=dtype)
-    return _placed(values, backend, requires_grad)
+    values = _generator(generator).normal(0.0, 1.0, size=shape, dtype=_drawn_in(dtype))
+    return _placed(values.astype(dtype, copy=False), backend, requires_grad)
 
 
 def rand(*size: int | Sequence[int], generator: Generator | None = None,
@@ -151,9 +161,11 @@ def rand(*size: int | Sequence[int], generator: Generator | None = None,
 
     The values are ``Rng.uniform(0.0, 1.0, size=size)``: one draw per element, C order.
     """
-    shape, dtype = _size(size, "rand"), _float_dtype(dtype, "rand")
+    shape, dtype = _size(size, "rand"), _float_dtype(dtype, "rand", low_precision=True)
     requires_grad, backend = _requires_grad(requires_grad, dtype), backend_for(device)
-    values = _generator(generator).uniform(0.0, 1.0, size=shape, dtype=dtype)
+    values = _generator(generator).uniform(0.0, 1.0, size=shape, dtype=_drawn_in(dtype))
+    if is_low_precision(dtype):  # rounded, but still below 1
+        values = np.minimum(values.astype(dtype), np.nextafter(dtype.type(1), dtype.type(0)))
     return _placed(values, backend, requires_grad)
 
 

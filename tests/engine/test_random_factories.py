@@ -8,6 +8,7 @@ differ: it uses another generator).
 import numpy as np
 import pytest
 
+import tensorlib as tl
 import tensorlib.engine.random as factories
 from tensorlib.engine.factories import tensor
 from tensorlib.engine.splitmix64 import Generator, Rng, default_rng, manual_seed
@@ -147,7 +148,7 @@ def test_randn_like_and_rand_like_take_shape_and_dtype():
     np.testing.assert_array_equal(uniform.data, Rng(4).uniform(size=(2, 3)))
     ids = tensor([1, 2])
     assert factories.randn_like(ids, dtype=np.float32).dtype == np.float32
-    with pytest.raises(TypeError, match="float32 or float64"):
+    with pytest.raises(TypeError, match="a floating-point dtype, got int64"):
         factories.randn_like(ids)
 
 
@@ -353,7 +354,7 @@ REFUSED = [
     (lambda g: factories.randn(2.0, generator=g), TypeError),
     (lambda g: factories.randn((2,), 3, generator=g), TypeError),
     (lambda g: factories.randn(2, generator=g, dtype=np.int64), TypeError),
-    (lambda g: factories.randn(2, generator=g, dtype=np.float16), TypeError),
+    (lambda g: factories.normal(0.0, 1.0, (2,), generator=g, dtype=np.float16), TypeError),
     (lambda g: factories.randn(2, generator=g, requires_grad=1), TypeError),
     (lambda g: factories.rand(2, generator=g, dtype="float33"), TypeError),
     (lambda g: factories.randint(10, 3, generator=g), TypeError),
@@ -547,8 +548,8 @@ DEPARTURES = [
     "lib.normal(T([float('inf')] * 2), 1.0)",
     "lib.normal(T([0.0] * 2), float('inf'))",
     "lib.normal(float('inf'), 1.0, (2,))",
-    # The float factories return float32 or float64 only.
-    "lib.randn(2, dtype=torch.float16)",
+    # normal returns float32 or float64 only (randn and rand round their draws to float16).
+    "lib.normal(0.0, 1.0, (2,), dtype=torch.float16)",
 ]
 
 
@@ -559,3 +560,13 @@ def test_departures_from_pytorch_are_refusals():
     theirs["torch"] = torch
     for call in DEPARTURES:
         assert outcome(call, ours) == "raises" and outcome(call, theirs) != "raises", call
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_randn_and_rand_in_low_precision_round_the_float32_draws(dtype):
+    dtype = tl.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    normal = factories.randn(3, 4, generator=Rng(5), dtype=dtype)
+    assert normal.dtype == dtype
+    np.testing.assert_array_equal(normal.numpy(), Rng(5).normal(size=(3, 4)).astype(dtype))
+    uniform = factories.rand(4096, generator=Rng(6), dtype=dtype)
+    assert uniform.dtype == dtype and 0.0 <= float(uniform.min()) and float(uniform.max()) < 1.0

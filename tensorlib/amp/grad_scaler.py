@@ -17,8 +17,9 @@ by ``growth_factor`` (2.0). The usual loop::
     scaler.update()
     optimizer.zero_grad()
 
-The scale is held as a float32 number and updated in float32, as PyTorch's is, so the two
-follow the same trajectory on the same sequence of finite and non-finite gradients.
+The scale is held as a float32 number, each update its product with the factor taken in
+float64 and rounded once, as PyTorch's is, so the two follow the same trajectory on the same
+sequence of finite and non-finite gradients.
 """
 
 from __future__ import annotations
@@ -110,15 +111,17 @@ class GradScaler:
             if grad._data.dtype == float16:
                 raise ValueError("Attempting to unscale float16 gradients: GradScaler needs "
                                  "float32 parameters (autocast computes in float16 for them)")
-        inverse = np.float32(1.0 / np.float64(self._scale))
+        with np.errstate(over="ignore", divide="ignore"):
+            inverse = np.float32(1.0 / np.float64(self._scale))
         found_inf = False
         for grad in gradients:
             array = grad._data
             xp = array_module(array)
             if not bool(xp.isfinite(array).all()):
                 found_inf = True
-            wide = array.astype(float32) if array.dtype != float64 else array
-            array[...] = (wide * inverse).astype(array.dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and nan, as PyTorch's
+                wide = array.astype(float32) if array.dtype != float64 else array
+                array[...] = (wide * inverse).astype(array.dtype)
             grad._version[0] += 1
         self._found_inf[id(optimizer)] = found_inf
         self._stages[id(optimizer)] = _UNSCALED
@@ -156,12 +159,10 @@ class GradScaler:
                 raise RuntimeError("GradScaler.update(): no inf checks were recorded since the "
                                    "last update (call scaler.step(optimizer) first)")
             if any(self._found_inf.values()):
-                with np.errstate(under="ignore"):
-                    self._scale = np.float32(self._scale * np.float32(self._backoff_factor))
+                self._scale = _times(self._scale, self._backoff_factor)
                 self._growth_tracker = 0
             elif self._growth_tracker + 1 == self._growth_interval:
-                with np.errstate(over="ignore"):
-                    grown = np.float32(self._scale * np.float32(self._growth_factor))
+                grown = _times(self._scale, self._growth_factor)
                 if math.isfinite(grown):  # PyTorch keeps the scale when growing overflows
                     self._scale = grown
                 self._growth_tracker = 0
@@ -240,6 +241,12 @@ class GradScaler:
             return f"GradScaler(device={self._device!r}, enabled=False)"
         return (f"GradScaler(device={self._device!r}, scale={self.get_scale():g}, "
                 f"growth_tracker={self._growth_tracker})")
+
+
+def _times(scale: np.float32, factor: float) -> np.float32:
+    """The float32 scale times a factor, in float64 and rounded once, as PyTorch's update."""
+    with np.errstate(over="ignore", under="ignore"):
+        return np.float32(np.float64(scale) * factor)
 
 
 def _gradients(optimizer: Any) -> list[Tensor]:

@@ -124,6 +124,13 @@ SHAPE_OPS = {
 }
 
 
+# The ops whose backward reads their output, which they keep rounded to the low dtype, as
+# PyTorch keeps it: their gradients are not the float32 ones rounded once, but close to them.
+READ_THE_OUTPUT = {"pow", "exp", "sqrt", "tanh", "sigmoid", "softmax", "log_softmax",
+                   "causal_softmax"}
+EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
 def arrays(shapes, dtype, positive=False, seed=0):
     """Standard normal values, rounded to ``dtype`` (exact in it and in float32)."""
     data = np.random.default_rng(seed)
@@ -168,9 +175,15 @@ def test_op_is_the_float32_result_rounded_once(name, low):
     np.testing.assert_array_equal(as_float(out.numpy()), as_float(wide_out.numpy().astype(dtype)))
     for position, (leaf, wide) in enumerate(zip(leaves, wide_leaves, strict=True)):
         assert leaf.grad.dtype == dtype, f"{name}: gradient {position} in {leaf.grad.dtype}"
-        np.testing.assert_array_equal(as_float(leaf.grad.numpy()),
-                                      as_float(wide.grad.numpy().astype(dtype)),
-                                      err_msg=f"{name}: gradient {position}")
+        expected = as_float(wide.grad.numpy().astype(dtype))
+        if name not in READ_THE_OUTPUT:
+            np.testing.assert_array_equal(as_float(leaf.grad.numpy()), expected,
+                                          err_msg=f"{name}: gradient {position}")
+        else:  # from the rounded output: within a few roundings of the float32 gradient
+            slack = 4 * EPS[low]
+            np.testing.assert_allclose(as_float(leaf.grad.numpy()), expected, rtol=slack,
+                                       atol=slack * np.abs(expected).max(),
+                                       err_msg=f"{name}: gradient {position}")
 
 
 @pytest.mark.parametrize("low", LOW)

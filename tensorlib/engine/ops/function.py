@@ -35,7 +35,7 @@ from tensorlib.engine import autocast, autograd, kernel_table
 from tensorlib.engine import tensor as tensor_module  # ops make Tensors: the one seam
 from tensorlib.engine.autograd import Context
 from tensorlib.engine.backend import device_of
-from tensorlib.engine.dtypes import float32, is_low_precision, promote_types, to_float32
+from tensorlib.engine.ops import low_precision
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
 
@@ -61,8 +61,9 @@ class Function:
     # (:mod:`tensorlib.engine.autocast`).
     autocast: str | None = None
     # How the op meets float16 and bfloat16 arrays: "float32" computes in float32 and rounds
-    # its output (and its gradients) once; "any" runs the op's own code on them (the ops that
-    # only move or pick values, and views, which must stay views).
+    # its output (and its gradients) once; "first" too, rounding the output to the first
+    # input's dtype; "any" runs the op's own code on them (the ops that only move or pick
+    # values, and views, which must stay views). :mod:`tensorlib.engine.ops.low_precision`.
     low_precision: str = "float32"
 
     # ``*arrays: Any, **params: Any``: each op declares its own arrays and parameters
@@ -93,18 +94,18 @@ class Function:
         arrays = _arrays_of(cls, inputs)
         needs = tuple([t is not None and t._requires_grad for t in inputs]) \
             if autograd.is_grad_enabled() else (False,) * len(inputs)
-        rounded_to = _low_precision_of(cls, arrays)
-        if rounded_to is not None:
-            arrays = [_widened(array) for array in arrays]
+        rounded_to = low_precision.rounding_target(cls.low_precision, arrays)
+        given = arrays
+        if rounded_to is not None:  # float16/bfloat16 inputs: the op runs on float32 copies
+            arrays = [low_precision.widened(array) for array in arrays]
         function = _implementation(cls, arrays, params)
         if rounded_to is not None:
-            function = _rounding_twin(function)
+            function = low_precision.rounding_twin(function)
         # No gradient wanted (no_grad, or constant inputs): a throwaway ctx that saves nothing
         ctx = Context(function) if any(needs) else _Unrecorded(function)
         ctx.needs_input_grad = needs
         if rounded_to is not None:
-            ctx.rounded_to = rounded_to
-            ctx.input_dtypes_low = tuple(None if t is None else t._data.dtype for t in inputs)
+            ctx.rounded_to, ctx.given = rounded_to, given
         output = function.forward(ctx, *arrays, **params) if autograd.active_profile() is None \
             else _timed_forward(ctx, arrays, params)
         if isinstance(output, np.generic):  # numpy's answer for a 0-d result: make it an array
@@ -112,71 +113,8 @@ class Function:
         result = tensor_module.Tensor._from_array(output)
         _share_version_with_viewed_input(result, inputs)
         if ctx.__class__ is Context and is_floating(output.dtype):  # integer results: none
-            computed = getattr(ctx, "wide_output", output)  # a twin's float32 output
-            _record_node(ctx, inputs, arrays, computed, result)
-            ctx.__dict__.pop("wide_output", None)
+            _record_node(ctx, inputs, output, result)
         return result
-
-
-# ------------------------------------------------------------- float16 and bfloat16 inputs
-def _low_precision_of(op: type[Function], arrays: Sequence[Array | None]) -> Any:
-    """The low-precision dtype the op's result is rounded to, or None when the op computes
-    as it is: no float16 or bfloat16 input, or an op that runs on any dtype. Mixed inputs
-    round to their promotion (float16 with bfloat16: float32, so no rounding)."""
-    if op.low_precision == "any":
-        return None
-    target = None
-    for array in arrays:
-        if array is not None and is_floating(array.dtype):
-            target = array.dtype if target is None else promote_types(target, array.dtype)
-    return target if target is not None and is_low_precision(target) else None
-
-
-def _widened(array: Array | None) -> Array | None:
-    return to_float32(array) if array is not None and is_low_precision(array.dtype) else array
-
-
-_TWINS: dict[type[Function], type[Function]] = {}
-# float16 overflows to inf and infs make nans, silently, as in PyTorch: what GradScaler detects
-def _overflow_is_inf() -> np.errstate:
-    return np.errstate(over="ignore", invalid="ignore")
-
-
-def _rounding_twin(function: type[Function]) -> type[Function]:
-    """``function`` computing on float32 copies of its low-precision inputs: its output is
-    rounded to ``ctx.rounded_to``, and in backward the gradient is widened to float32 and each
-    input's gradient rounded to that input's dtype. One twin per op, made on first use."""
-    twin = _TWINS.get(function)
-    if twin is not None:
-        return twin
-
-    def forward(ctx: Context, *arrays: Any, **params: Any) -> Array:
-        with _overflow_is_inf():
-            output = function.forward(ctx, *arrays, **params)
-            if output.dtype != float32:
-                return output
-            ctx.wide_output = output  # for the in-place check of ``apply``
-            return output.astype(ctx.rounded_to)
-
-    def backward(ctx: Context, grad: Array) -> Any:
-        with _overflow_is_inf():
-            grads = function.backward(ctx, to_float32(grad))
-        if not isinstance(grads, tuple):
-            return _narrowed(grads, ctx.input_dtypes_low[0])
-        return tuple(_narrowed(g, dtype) for g, dtype in zip(grads, ctx.input_dtypes_low,
-                                                             strict=False))
-
-    twin = type(function.__name__, (function,), {
-        "forward": staticmethod(forward), "backward": staticmethod(backward),
-        "op_name": autograd.node_name(function), "__doc__": function.__doc__})
-    _TWINS[function] = twin
-    return twin
-
-
-def _narrowed(grad: Array | None, dtype: Any) -> Array | None:
-    with _overflow_is_inf():
-        return grad.astype(dtype) if grad is not None and dtype is not None and \
-        is_low_precision(dtype) and grad.dtype != dtype else grad
 
 
 # -------------------------------------------------------------------- kernels in place of ops
@@ -253,13 +191,11 @@ def _timed_forward(ctx: Context, arrays: list[Array | None], params: dict[str, A
     return output
 
 
-def _record_node(ctx: Context, inputs: tuple[Tensor | None, ...],
-                 arrays: Sequence[Array | None], output: Array, result: Tensor) -> None:
+def _record_node(ctx: Context, inputs: tuple[Tensor | None, ...], output: Array,
+                 result: Tensor) -> None:
     """Make ``ctx`` the graph node of ``result``: where each input came from, the shapes and
     dtypes its gradients must have, and the versions of the tensors whose arrays it saved
-    (to catch in-place changes between forward and backward). ``arrays`` and ``output`` are
-    what the forward received and returned: the inputs' arrays and the result's, or a
-    rounding twin's float32 copies of them, which stand for them in that check."""
+    (to catch in-place changes between forward and backward)."""
     ctx.next = tuple(
         (t.grad_fn if t.grad_fn is not None else t) if t is not None and t._requires_grad
         else None
@@ -271,8 +207,8 @@ def _record_node(ctx: Context, inputs: tuple[Tensor | None, ...],
         # An input or the output whose memory the op saved (the array itself, a view of it,
         # or the array it is a view of: max's keepdims array, reshaped) is watched
         saved = {id(_memory_owner(array)) for array in ctx.saved if array is not None}
-        for position, (t, array) in enumerate(zip(inputs, arrays, strict=True)):
-            if t is not None and array is not None and id(_memory_owner(array)) in saved:
+        for position, t in enumerate(inputs):
+            if t is not None and id(_memory_owner(t._data)) in saved:
                 ctx.watched.append((t._version, t._version[0], position))
         if id(_memory_owner(output)) in saved:
             ctx.watched.append((result._version, result._version[0], -1))

@@ -25,6 +25,8 @@ class LayerNorm(Function):
     are called through ``ctx.function`` (this op, or the kernel registered in its place).
     """
 
+    low_precision = "first"  # a 16-bit input with float32 weights: the input's dtype
+
     op_name = "layer_norm"
 
     @staticmethod
@@ -87,6 +89,8 @@ class RMSNorm(Function):
     With r = 1/sqrt(mean(x²) + eps) and g = dy ⊙ weight (dy without a weight), the backward
     is dx = r · (g - x̂ · mean(g ⊙ x̂)), dweight = Σ_rows dy ⊙ x̂. ``weight`` may be None.
     """
+
+    low_precision = "first"  # a 16-bit input with float32 weights: the input's dtype
 
     op_name = "rms_norm"
 

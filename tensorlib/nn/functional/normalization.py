@@ -12,7 +12,7 @@ import numpy as np
 from tensorlib.engine import ops, validation
 from tensorlib.engine.autograd import no_grad
 from tensorlib.engine.backend import array_module
-from tensorlib.engine.dtypes import finfo
+from tensorlib.engine.dtypes import finfo, float32, is_low_precision
 from tensorlib.engine.tensor import Tensor
 from tensorlib.engine.validation import is_floating
 from tensorlib.nn.functional.arguments import _check_floating, _check_one_dtype
@@ -45,7 +45,13 @@ def _check_norm(what: str, input: Any, normalized_shape: Any, weight: Any, bias:
         if value.shape != shape:
             raise ValueError(f"{what} {name} of shape {value.shape} does not match "
                              f"normalized_shape {list(shape)}")
-    _check_one_dtype(what, input, weight, bias)
+    if is_low_precision(input.dtype):  # float32 weights allowed, as PyTorch's kernels do
+        for name, value in (("weight", weight), ("bias", bias)):
+            if value is not None and value.dtype not in (input.dtype, float32):
+                raise TypeError(f"{what}: a {input.dtype} input takes {input.dtype} or "
+                                f"float32 {name}, got {value.dtype}")
+    else:
+        _check_one_dtype(what, input, weight, bias)
     return shape
 
 

@@ -42,6 +42,7 @@ BUILT_IN = {
     "DecoderBlock": "14", "Decoder": "14", "DecoderConfig": "14",
     "BPETokenizer": "15a",
     "RMSNorm": "15b", "RotaryEmbedding": "15b", "SwiGLU": "15b", "GroupedQueryAttention": "15b",
+    "GradScaler": "19a", "autocast": "19a",
 }
 # `MLP` is two pieces: the scalar one (02) and the tensor one of tensorlib.nn (11).
 BUILT_IN_BY_MODULE = {("tensorlib.scalar", "MLP"): "02", ("tensorlib.nn", "MLP"): "11"}
@@ -49,7 +50,7 @@ ALIASES = {"tl": "tensorlib", "F": "tensorlib.nn.functional"}  # as every notebo
 
 
 def order(number: str) -> tuple[int, str]:
-    """A notebook's place: "12" < "12a" < "12b" < "12c" < "12d" < "13"."""
+    """A notebook's place: "12" < "12a" < "12b" < "12c" < "12d" < "13", "19" < "19a" < "20"."""
     return int(number[:2]), number[2:]
 
 
@@ -97,6 +98,7 @@ def too_early(module: str, name: str, notebook: str) -> bool:
 
 
 def test_the_table_names_pieces_the_package_has():
+    import tensorlib.amp
     import tensorlib.data
     import tensorlib.models
     import tensorlib.models.bigram_counts
@@ -108,7 +110,7 @@ def test_the_table_names_pieces_the_package_has():
 
     where = [tensorlib.scalar, tensorlib.nn, tensorlib.nn.functional, tensorlib.optim,
              tensorlib.data, tensorlib.training.loop, tensorlib.models.bigram_counts,
-             tensorlib.models]
+             tensorlib.models, tensorlib.amp]
     for name in BUILT_IN:
         assert any(hasattr(module, name) for module in where), name
 

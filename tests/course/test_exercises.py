@@ -623,7 +623,7 @@ def test_every_notebook_with_checks_records_its_progress():
         assert len(set(names)) == len(names), path.stem  # a notebook's progress is by name
         checks += names
     pieces = [name for name, kind in checks if kind == "piece"]
-    assert len(pieces) == 47 and len(checks) - len(pieces) == 94
+    assert len(pieces) == 48 and len(checks) - len(pieces) == 97
 
 
 # ------------------------------------------------------------ checks against wrong answers

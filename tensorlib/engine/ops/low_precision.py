@@ -111,7 +111,7 @@ def _narrow_saved(ctx: Context, wide: Sequence[Array | None], output: Array,
     if rounded is not output:
         narrow[id(output)] = rounded
     ctx.saved = tuple(None if array is None else narrow.get(id(array), array)
-                      for array in ctx.saved)
+                      for array in ctx.saved or ())
 
 
 def _narrowed(grad: Array | None, dtype: Any) -> Array | None:

@@ -227,6 +227,14 @@ class Tensor:
         """The number of dims (``x.ndim``)."""
         return self._data.ndim
 
+    def element_size(self) -> int:
+        """Bytes per element: 4 for float32, 2 for float16 and bfloat16."""
+        return self._data.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a float: float16, bfloat16, float32 or float64."""
+        return is_floating(self._data.dtype)
+
     @property
     def version(self) -> int:
         """How many in-place changes this tensor's data has seen."""

@@ -31,6 +31,10 @@ def test_bfloat16_is_ml_dtypes_numpy_dtype_and_tensors_take_it():
     assert tl.zeros(2, dtype=tl.bfloat16).dtype == tl.bfloat16
     assert tl.ones(3).bfloat16().dtype == tl.bfloat16 and tl.ones(3).half().dtype == tl.half
     assert tl.tensor([1.0, 2.0], dtype=tl.bfloat16).tolist() == [1.0, 2.0]
+    assert [tl.ones(1, dtype=d).element_size() for d in (tl.bfloat16, tl.half, tl.float32)] \
+        == [2, 2, 4]
+    assert tl.ones(1).bfloat16().is_floating_point() and \
+        not tl.ones(1, dtype=tl.long).is_floating_point()
 
 
 def test_from_numpy_shares_memory_and_keeps_the_dtype():

@@ -35,6 +35,7 @@ from tensorlib.engine import autocast, autograd, kernel_table
 from tensorlib.engine import tensor as tensor_module  # ops make Tensors: the one seam
 from tensorlib.engine.autograd import Context
 from tensorlib.engine.backend import device_of
+from tensorlib.engine.dtypes import is_low_precision
 from tensorlib.engine.ops import low_precision
 from tensorlib.engine.typing import Array
 from tensorlib.engine.validation import is_floating
@@ -90,14 +91,18 @@ class Function:
         a graph node on the output. A kernel registered for this op (see
         :func:`register_kernel`) runs in its place, forward and backward, unless reference
         mode is on."""
-        inputs = cls.autocast_inputs(*inputs)
+        if cls.autocast is not None and autocast.active():
+            inputs = autocast.cast_inputs(cls.autocast, inputs)
         arrays = _arrays_of(cls, inputs)
         needs = tuple([t is not None and t._requires_grad for t in inputs]) \
             if autograd.is_grad_enabled() else (False,) * len(inputs)
-        rounded_to = low_precision.rounding_target(cls.low_precision, arrays)
-        given = arrays
-        if rounded_to is not None:  # float16/bfloat16 inputs: the op runs on float32 copies
-            arrays = [low_precision.widened(array) for array in arrays]
+        rounded_to = given = None
+        for array in arrays:  # a float16 or bfloat16 input: the op runs on float32 copies
+            if array is not None and array.dtype.itemsize == 2 and is_low_precision(array.dtype):
+                rounded_to = low_precision.rounding_target(cls.low_precision, arrays)
+                break
+        if rounded_to is not None:
+            given, arrays = arrays, [low_precision.widened(array) for array in arrays]
         function = _implementation(cls, arrays, params)
         if rounded_to is not None:
             function = low_precision.rounding_twin(function)

@@ -2,8 +2,10 @@
 
 import contextlib
 import functools
+import io
 import re
 import shutil
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -220,3 +222,16 @@ def headless_chromium(fail_or_skip: Callable[[str], None]) -> Iterator[object]:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+# ------------------------------------------------------------------------- matplotlib figures
+def labelled(axes):
+    """The lines of ``axes`` that carry a legend label."""
+    return [line for line in axes.get_lines() if not line.get_label().startswith("_")]
+
+
+def rendered_without_warnings(figure):
+    """Render ``figure`` to PNG bytes, any warning raised as an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure.savefig(io.BytesIO(), format="png")

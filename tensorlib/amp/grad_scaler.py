@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from tensorlib.engine import validation
-from tensorlib.engine.backend import array_module, available_backends
+from tensorlib.engine import accelerators, validation
+from tensorlib.engine.backend import array_module
 from tensorlib.engine.dtypes import float16, float32, float64
 from tensorlib.engine.tensor import Tensor
 from tensorlib.optim.optimizer import Optimizer
@@ -62,7 +62,7 @@ class GradScaler:
         backoff_factor = validation.real(backoff_factor, "GradScaler backoff_factor", low=0.0)
         growth_interval = validation.positive_integer(growth_interval,
                                                       "GradScaler growth_interval")
-        if self._enabled and device == "cuda" and "cuda" not in available_backends():
+        if self._enabled and device == "cuda" and not accelerators.is_available():
             warnings.warn("GradScaler('cuda') is enabled, but no GPU is available here: it is "
                           "disabled (use GradScaler('cpu'))", stacklevel=2)
             self._enabled = False

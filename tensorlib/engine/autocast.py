@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from tensorlib.engine import accelerators
 from tensorlib.engine.backend import device_of
 from tensorlib.engine.dtypes import bfloat16, float16, float32, float64
 from tensorlib.engine.validation import is_floating
@@ -37,9 +38,8 @@ from tensorlib.engine.validation import is_floating
 if TYPE_CHECKING:
     from tensorlib.engine.tensor import Tensor
 
-__all__ = ["POLICIES", "autocast", "cast_inputs", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["autocast", "cast_inputs", "get_autocast_dtype", "is_autocast_enabled"]
 
-POLICIES = ("lower", "float32")
 # The dtype each device type's autocast uses when none is given (PyTorch's defaults), and
 # the ones it accepts.
 _DEFAULT_DTYPE = {"cpu": bfloat16, "cuda": float16}
@@ -98,7 +98,7 @@ class autocast:  # noqa: N801 - PyTorch's name
             warnings.warn(f"autocast on '{self.device}' supports bfloat16 and float16, not "
                           f"{self.fast_dtype}: autocast is off in this block", stacklevel=2)
             self._enabled = False
-        if self._enabled and self.device == "cuda" and not _cuda_available():
+        if self._enabled and self.device == "cuda" and not accelerators.is_available():
             warnings.warn("autocast('cuda') but no GPU is available here: autocast is off in "
                           "this block", stacklevel=2)
             self._enabled = False
@@ -127,11 +127,6 @@ class autocast:  # noqa: N801 - PyTorch's name
             with autocast(self.device, self.fast_dtype, self._enabled):
                 return function(*args, **kwargs)
         return in_autocast  # type: ignore[return-value]
-
-
-def _cuda_available() -> bool:
-    from tensorlib.engine.backend import available_backends
-    return "cuda" in available_backends()
 
 
 def active() -> bool:

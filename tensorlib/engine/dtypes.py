@@ -6,7 +6,7 @@ A tensor's dtype is a numpy dtype; these are the same objects under PyTorch's na
 ``ml_dtypes`` (the one JAX uses): 8 exponent bits like float32, 7 fraction bits.
 
 float16 and bfloat16 are the *low-precision* dtypes: an op given them computes in float32 and
-rounds its result once (:mod:`tensorlib.engine.ops.function`), as PyTorch's CPU kernels do.
+rounds its result once (:mod:`tensorlib.engine.ops.low_precision`), as PyTorch's CPU kernels do.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DEFAULT_FLOAT", "FLOATING", "LOW_PRECISION", "bfloat16", "bool", "bool_", "double",
-           "float", "float16", "float32", "float64", "finfo", "half", "int", "int16", "int32",
-           "int64", "int8", "is_low_precision", "long", "promote_types", "short", "to_float32",
-           "uint8"]
+__all__ = ["DEFAULT_FLOAT", "bfloat16", "bool", "bool_", "double", "float", "float16", "float32",
+           "float64", "finfo", "half", "int", "int16", "int32", "int64", "int8",
+           "is_low_precision", "long", "promote_types", "short", "to_float32", "uint8"]
 
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -34,8 +33,6 @@ int64 = np.dtype(np.int64)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
 DEFAULT_FLOAT = float32  # what Python floats, and floating ops on integer tensors, make
-FLOATING = (float16, bfloat16, float32, float64)
-LOW_PRECISION = (float16, bfloat16)  # computed in float32, stored rounded
 
 
 def finfo(dtype: Any) -> ml_dtypes.finfo:

@@ -27,6 +27,7 @@ from tensorlib.engine.dtypes import (
     float64,
     int32,
     int64,
+    to_float32,
 )
 from tensorlib.engine.methods import arithmetic, elementwise, in_place, reductions
 from tensorlib.engine.methods import shape as shape_methods  # `shape` is a property below
@@ -381,7 +382,7 @@ class Tensor:
     def __repr__(self) -> str:
         values = np.asarray(self._data)
         if values.dtype == bfloat16:  # numpy formats its own floats only; float32 holds each
-            values = values.astype(float32)
+            values = to_float32(values)
         body = np.array2string(values, precision=4, separator=", ", prefix="tensor(")
         extras = [f"dtype={self.dtype}"]
         if self.grad_fn is not None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tensorlib.engine.backend import to_numpy
-from tensorlib.engine.dtypes import bfloat16, float16
+from tensorlib.engine.dtypes import bfloat16, float16, float32, float64
 from tensorlib.engine.tensor import Tensor
 from tensorlib.nn import conversion
 from tensorlib.nn.hooks import RemovableHandle
@@ -427,9 +427,9 @@ class Module:
         relative to it: none here; a LoRALinear's attached adapter (``lora.A``, ``lora.B``).
 
         They are not listed by ``parameters()`` or ``state_dict()`` (which stay the base
-        model's, so base checkpoints keep loading), but ``to()``, ``float()`` and
-        ``double()`` convert them in the same transaction as the rest, and ``zero_grad()``
-        clears them. Whoever adds them gives their own way to list and save them
+        model's, so base checkpoints keep loading), but ``to()``, ``float()``, ``double()``,
+        ``half()`` and ``bfloat16()`` convert them in the same transaction as the rest, and
+        ``zero_grad()`` clears them. Whoever adds them gives their own way to list and save them
         (``tensorlib.adapters.lora.lora_parameters``).
         """
         return ()
@@ -444,14 +444,13 @@ class Module:
         floating), or the array itself to leave that tensor untouched (same array, version
         and grad). Tensors are visited children first, each module's parameters, then its
         buffers, then its extra parameters (``_extra_parameters``), a tensor shared by two
-        modules once. The conversion is one transaction:
-        ``fn`` runs on every tensor first, and only when all calls succeeded does each changed
-        tensor take its new array (the same Tensor or Parameter object, so an optimizer
-        holding it still does, with its ``trainable`` flag), its version bump, and its
-        gradient become ``fn(grad)`` as in PyTorch (None with ``convert_grads=False``; when
-        it is a function, ``convert_grads(grad, data)`` with the tensor's data before the
-        change, None to drop the gradient). If
-        ``fn`` raises or returns a bad array, nothing changes."""
+        modules once. The conversion is one transaction: ``fn`` runs on every tensor first,
+        and only when all calls succeeded does each changed tensor take its new array (the
+        same Tensor or Parameter object, so an optimizer holding it still does, with its
+        ``trainable`` flag), its version bump, and its gradient become ``fn(grad)`` as in
+        PyTorch (None with ``convert_grads=False``; when it is a function,
+        ``convert_grads(grad, data)`` with the tensor's data before the change, None to drop
+        the gradient). If ``fn`` raises or returns a bad array, nothing changes."""
         return conversion.convert_in_place(self, fn, convert_grads)
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
@@ -472,8 +471,8 @@ class Module:
         is dropped (``grad = None``; an old gradient lives on the old device, where PyTorch
         moves it too). Tensors already on the device are not touched (same array, version and
         grad). A dtype casts the floating tensors and, for those that stay on their device,
-        their gradients, as ``float()`` and ``double()`` do; integer buffers keep theirs. If
-        a copy fails, nothing changes and the error propagates.
+        their gradients, as ``float()``, ``half()`` and the others do; integer buffers keep
+        theirs. If a copy fails, nothing changes and the error propagates.
 
         Move a model before building a graph or an optimizer: graphs recorded before the move
         see new versions and refuse to run backward, and optimizer state stays behind.
@@ -496,21 +495,18 @@ class Module:
     def float(self) -> Module:
         """Cast every floating parameter and buffer (and gradient) to float32, in place
         (``_apply``); integer buffers keep their dtype. Returns self."""
-        return self._apply(conversion.floating_to(np.dtype(np.float32)))
+        return self._apply(conversion.floating_to(float32))
 
     def double(self) -> Module:
-        """Cast every floating parameter and buffer (and gradient) to float64, in place
-        (``_apply``); integer buffers keep their dtype. Returns self."""
-        return self._apply(conversion.floating_to(np.dtype(np.float64)))
+        """:meth:`float`, to float64."""
+        return self._apply(conversion.floating_to(float64))
 
     def half(self) -> Module:
-        """Cast every floating parameter and buffer (and gradient) to float16, in place:
-        ``float`` with float16. Returns self."""
+        """:meth:`float`, to float16."""
         return self._apply(conversion.floating_to(float16))
 
     def bfloat16(self) -> Module:
-        """Cast every floating parameter and buffer (and gradient) to bfloat16, in place:
-        ``float`` with bfloat16. Returns self."""
+        """:meth:`float`, to bfloat16."""
         return self._apply(conversion.floating_to(bfloat16))
 
     # ------------------------------------------------------------------------ state

@@ -28,7 +28,7 @@ from safetensors import numpy as safetensors_numpy
 
 from tensorlib.engine import dtypes
 from tensorlib.engine.files import write_atomic
-from tensorlib.engine.validation import is_floating
+from tensorlib.engine.validation import is_floating, is_real
 from tensorlib.nn.module import Module, check_module
 from tensorlib.nn.state_dict import IncompatibleKeys, StateDictError
 from tensorlib.saving.checkpoint import CheckpointError
@@ -64,8 +64,8 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, np.ndarray]:
     arrays = parse_safetensors(contents, str(os.fspath(path)))
     for name, array in arrays.items():
         if array.dtype == dtypes.bfloat16:
-            arrays[name] = array = array.astype(np.float32)
-        if array.dtype.kind not in "fiu":
+            arrays[name] = array = dtypes.to_float32(array)
+        if not is_real(array.dtype):
             raise CheckpointError(f"'{name}' in {os.fspath(path)!s} has dtype {array.dtype}, "
                                   "not a real number type")
         if is_floating(array.dtype) and not np.isfinite(array).all():

@@ -1,9 +1,6 @@
 """Notebook 19a's pictures: the bits of a number in several formats, the gap between
 neighbouring numbers, and where the magnitudes of a gradient lie against a format's limits."""
 
-import io
-import warnings
-
 import matplotlib
 import numpy as np
 import pytest
@@ -17,21 +14,13 @@ from tensorlib.viz import (
     plot_number_spacing,
 )
 
+from helpers import labelled, rendered_without_warnings
+
 
 @pytest.fixture(autouse=True, scope="module")
 def non_interactive_backend():
     """Tests only: the library builds Figures without pyplot and never picks a backend."""
     matplotlib.use("Agg")
-
-
-def labelled(axes):
-    return [line for line in axes.get_lines() if not line.get_label().startswith("_")]
-
-
-def rendered_without_warnings(figure):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        figure.savefig(io.BytesIO(), format="png")
 
 
 def test_one_box_per_bit_coloured_by_field_with_its_value():

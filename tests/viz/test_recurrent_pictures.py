@@ -1,9 +1,6 @@
 """Notebook 12d's pictures: the gradient step by step back through time, and how much a
 recurrent model's last output depends on each input, before and after training."""
 
-import io
-import warnings
-
 import matplotlib
 import numpy as np
 import pytest
@@ -11,21 +8,13 @@ from matplotlib.figure import Figure
 
 from tensorlib.viz import figures, plot_gradient_through_time, plot_memory
 
+from helpers import labelled, rendered_without_warnings
+
 
 @pytest.fixture(autouse=True, scope="module")
 def non_interactive_backend():
     """Tests only: the library builds Figures without pyplot and never picks a backend."""
     matplotlib.use("Agg")
-
-
-def labelled(axes):
-    return [line for line in axes.get_lines() if not line.get_label().startswith("_")]
-
-
-def rendered_without_warnings(figure):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        figure.savefig(io.BytesIO(), format="png")
 
 
 def test_one_line_per_label_on_a_log_scale_with_dashed_references():

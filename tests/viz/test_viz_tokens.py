@@ -1,8 +1,5 @@
 """plot_tokens: text cut into tokens, drawn as rows of coloured boxes."""
 
-import io
-import warnings
-
 import matplotlib
 import pytest
 from matplotlib.figure import Figure
@@ -10,6 +7,8 @@ from matplotlib.patches import Rectangle
 
 from tensorlib.viz import figures, plot_token_lengths, plot_tokens
 from tensorlib.viz.tokens import TOKEN_COLOURS, shown_token
+
+from helpers import rendered_without_warnings
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -24,12 +23,6 @@ def boxes(axes):
 
 def texts(axes):
     return [text.get_text() for text in axes.texts]
-
-
-def rendered_without_warnings(figure):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        figure.savefig(io.BytesIO(), format="png")
 
 
 # ------------------------------------------------------------------------- how tokens show

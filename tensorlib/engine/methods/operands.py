@@ -8,6 +8,7 @@ floating tensors meet in the wider dtype (float32 for float16 with bfloat16), un
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -113,11 +114,7 @@ def common_float(*tensors: Tensor) -> np.dtype:
     float, float32 for float16 with bfloat16; a 0-d tensor (a number held as a tensor) yields
     to the dtype of those with axes."""
     with_axes = [t.dtype for t in tensors if t.ndim > 0]
-    dtypes = with_axes or [t.dtype for t in tensors]
-    common = dtypes[0]
-    for dtype in dtypes[1:]:
-        common = promote_types(common, dtype)
-    return common
+    return functools.reduce(promote_types, with_axes or [t.dtype for t in tensors])
 
 
 def bool_mask(mask: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -157,7 +154,5 @@ def same_dtype(tensors: Sequence[Tensor], what: str) -> list[Tensor]:
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) == 1:
         return tensors
-    common = tensors[0].dtype  # PyTorch's cat and stack promote
-    for t in tensors[1:]:
-        common = promote_types(common, t.dtype)
+    common = functools.reduce(promote_types, (t.dtype for t in tensors))  # as PyTorch's cat
     return [t if t.dtype == common else t.to(common) for t in tensors]

@@ -91,8 +91,8 @@ class Function:
         a graph node on the output. A kernel registered for this op (see
         :func:`register_kernel`) runs in its place, forward and backward, unless reference
         mode is on."""
-        if cls.autocast is not None and autocast.active():
-            inputs = autocast.cast_inputs(cls.autocast, inputs)
+        if cls.autocast is not None:  # the attribute first: most ops have no policy
+            inputs = cls.autocast_inputs(*inputs)
         arrays = _arrays_of(cls, inputs)
         needs = tuple([t is not None and t._requires_grad for t in inputs]) \
             if autograd.is_grad_enabled() else (False,) * len(inputs)

@@ -401,3 +401,38 @@ def test_recurrent_kernels_equal_the_plain_ops_in_float32(layer):
     for fast, plain in zip(*runs, strict=True):
         np.testing.assert_allclose(fast, plain, rtol=2e-5, atol=2e-6)
     assert kernel_table.kernel_for(ops.GRULayer) is not None
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 8, 8), (2, 2, 7, 9), (1, 1, 2, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special_values", ["ties", "nan_and_inf", "none"])
+def test_max_pool_2x2_kernel_equals_the_plain_op_bit_for_bit(shape, dtype, special_values):
+    x = normal(*shape, seed=4, dtype=dtype)
+    grad = normal(*shape[:2], shape[2] // 2, shape[3] // 2, seed=5, dtype=dtype)
+    if special_values == "ties":  # equal maxima: the first in row-major order is chosen
+        x[..., :2, :2] = 1.5
+        x[..., 0, 1::2] = x[..., 1, :x.shape[-1] // 2 * 2:2]
+    elif special_values == "nan_and_inf":
+        x[0, 0, 0, 1] = np.nan
+        x[-1, -1, -1, 0] = np.inf
+        grad[0, 0, -1, -1] = np.nan  # a NaN gradient reaches only its chosen entry
+    runs = []
+    for reference in (False, True):
+        with tl.reference_mode(reference):
+            t = tl.tensor(x, requires_grad=True)
+            y = F.max_pool2d(t, 2)
+            y.backward(tl.tensor(grad))
+        runs.append((y.numpy(), t.grad.numpy()))
+    for fast, plain in zip(*runs, strict=True):
+        np.testing.assert_array_equal(fast, plain)
+    assert kernel_table.kernel_for(ops.MaxPool) is not None
+
+
+def test_max_pool_2x2_kernel_applies_only_to_unpadded_2x2_windows_at_stride_2():
+    kernel = kernel_table.kernel_for(ops.MaxPool)
+    x = normal(2, 3, 6, 6)
+    assert kernel.applies(x, (2, 2), (2, 2), (0, 0), (1, 1))
+    for geometry in [((3, 3), (2, 2), (0, 0), (1, 1)), ((2, 2), (1, 1), (0, 0), (1, 1)),
+                     ((2, 2), (2, 2), (1, 1), (1, 1)), ((2, 2), (2, 2), (0, 0), (2, 2))]:
+        assert not kernel.applies(x, *geometry)
+    assert not kernel.applies(normal(2, 3, 6), (2,), (2,), (0,), (1,))

@@ -18,6 +18,7 @@ from tensorlib.engine.kernels.gelu import gelu_float32
 from tensorlib.engine.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.engine.kernels.normalization import layer_norm, layer_norm_backward
+from tensorlib.engine.kernels.pooling import max_pool_2x2, max_pool_2x2_backward
 from tensorlib.engine.kernels.recurrent import sigmoid_into
 from tensorlib.engine.kernels.reductions import blas_column_sum, blas_row_sum
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
@@ -146,9 +147,37 @@ class LSTMLayerKernel(ops.LSTMLayer):
     sigmoid = staticmethod(sigmoid_into)
 
 
+class MaxPool2x2Kernel(ops.MaxPool):
+    """2×2 windows at stride 2, unpadded: the maximum of pairs, then of rows
+    (``max_pool_2x2``); a window holding NaN is left to the op's walk."""
+
+    @staticmethod
+    def applies(x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...]) -> bool:
+        return (isinstance(x, np.ndarray) and x.ndim == 4 and tuple(kernel) == (2, 2)
+                and tuple(stride) == (2, 2) and not any(padding)
+                and tuple(dilation) == (1, 1))
+
+    @staticmethod
+    def forward(ctx: Context, x: Array, kernel: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...]) -> Array:
+        best, chosen = max_pool_2x2(x)
+        if np.isnan(best).any():
+            ctx.walked = True
+            return ops.MaxPool.forward(ctx, x, kernel, stride, padding, dilation)
+        ctx.walked, ctx.chosen, ctx.x_shape = False, chosen, x.shape
+        return best
+
+    @staticmethod
+    def backward(ctx: Context, grad: Array) -> Array:
+        if ctx.walked:
+            return ops.MaxPool.backward(ctx, grad)
+        return max_pool_2x2_backward(grad, ctx.chosen, ctx.x_shape)
+
+
 KERNELS = (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel, SoftmaxKernel,
            CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel, GRULayerKernel,
-           LSTMLayerKernel)
+           LSTMLayerKernel, MaxPool2x2Kernel)
 
 
 def register() -> None:

@@ -280,7 +280,7 @@ def memory_case(batch: int = 12) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------- report
-def describe_machine(threads: int, kernel_threads: int | None = None) -> list[str]:
+def describe_machine(threads: int) -> list[str]:
     """The versions, the BLAS kernels and the thread counts this process runs with."""
     lines = [f"tensorlib {tl.__version__}, numpy {np.__version__}, Python "
              f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs"]
@@ -294,8 +294,10 @@ def describe_machine(threads: int, kernel_threads: int | None = None) -> list[st
         torch.set_num_threads(threads)
         lines.append(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
                      f"BLAS {_torch_blas()}")
-    lines.append(f"tensorlib's elementwise kernels: "
-                 f"{kernel_threads or tl.engine.kernels.get_num_threads()} thread(s)")
+    tl.set_num_threads(threads)
+    lines.append(f"tensorlib: {tl.get_num_threads()} thread(s) (tensorlib.set_num_threads: "
+                 f"BLAS, and the kernels' pool for arrays of "
+                 f"{tl.engine.kernels.threads.MIN_PARALLEL_ELEMENTS:,} elements or more)")
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     lines.append(f"threads: {threads} (OMP/OPENBLAS/MKL_NUM_THREADS, the same for both); "
                  f"float32; OPENBLAS_CORETYPE {coretype or 'unset (detected)'}")
@@ -320,8 +322,7 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
         except ImportError:  # PyTorch is optional
             torch = None
     if args.library == "tensorlib":  # PyTorch is not imported here at all
-        if args.kernel_threads:
-            tl.engine.kernels.set_num_threads(args.kernel_threads)
+        tl.set_num_threads(threads)  # as torch.set_num_threads below
         result: dict[str, Any] = {"timings": time_library("tensorlib", args)}
     elif args.library == "torch":
         if torch is None:
@@ -329,7 +330,7 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
         torch.set_num_threads(threads)
         result = {"timings": time_library("torch", args)}
     else:
-        result = {"machine": describe_machine(threads, args.kernel_threads),
+        result = {"machine": describe_machine(threads),
                   "checks": [] if torch is None or args.no_torch else check_losses(args.cases)}
         if "e" in args.cases:
             result["memory"] = memory_case()

@@ -23,9 +23,9 @@ OpenBLAS, PyTorch's OpenMP and MKL) wait for and compete over the same cores. So
 measurement runs in a fresh child process that imports only one of the libraries. For each
 thread count, the children alternate over ``--rounds`` rounds (tensorlib, PyTorch; then
 PyTorch, tensorlib; ...), so both see the machine's load drift alike; both get the same
-``OMP/OPENBLAS/MKL_NUM_THREADS`` (and ``torch.set_num_threads``), set before either is
-imported. Each child warms up, then times ``--repeats`` steps of each case and reports their
-median. The table gives, per case and thread count, the median over the rounds of each
+``OMP/OPENBLAS/MKL_NUM_THREADS``, set before either is imported, and each library's
+``set_num_threads``. Each child warms up, then times ``--repeats`` steps of each case and
+reports their median. The table gives, per case and thread count, the median over the rounds of each
 library's medians and their ratio tensorlib / PyTorch (below 1: tensorlib is faster), with
 the lowest and highest per-round ratio. One more child prints the versions and BLAS kernels,
 checks that both libraries compute the same losses from the same weights (so the timings
@@ -66,10 +66,6 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=15, help="timed steps per process")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per process")
     parser.add_argument("--no-torch", action="store_true", help="time tensorlib alone")
-    parser.add_argument("--kernel-threads", type=int, metavar="N",
-                        help="threads of tensorlib's elementwise kernels "
-                             "(kernels.set_num_threads; default: tensorlib's own, 1 unless "
-                             "TENSORLIB_NUM_THREADS says otherwise)")
     parser.add_argument("--no-trim", action="store_true",
                         help="keep freed memory in the process (glibc), for both libraries")
     parser.add_argument("--json", metavar="PATH", help="also write every figure to PATH")
@@ -95,8 +91,6 @@ def run_child(args: argparse.Namespace, threads: int, library: str | None,
         command += ["--library", library]
     if args.no_torch:
         command.append("--no-torch")
-    if args.kernel_threads:
-        command += ["--kernel-threads", str(args.kernel_threads)]
     done = subprocess.run(command, env=child_environment(threads, args.no_trim),
                           capture_output=True, text=True)
     if done.returncode:
@@ -172,9 +166,8 @@ def measure(args: argparse.Namespace, threads: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
-    if any(threads < 1 for threads in args.threads) or args.rounds < 1 or args.repeats < 1 \
-            or (args.kernel_threads is not None and args.kernel_threads < 1):
-        raise SystemExit("--threads, --rounds, --repeats and --kernel-threads must be positive")
+    if any(threads < 1 for threads in args.threads) or args.rounds < 1 or args.repeats < 1:
+        raise SystemExit("--threads, --rounds and --repeats must be positive")
     if args.child:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import cases  # numpy (and torch, in its own processes) load under the child's setting

@@ -124,6 +124,7 @@ from tensorlib.engine.function_forms import (
 from tensorlib.engine.gradcheck import GradcheckError, gradcheck, gradcheck_module
 from tensorlib.engine.kernels import is_reference_mode, reference_mode, set_reference_mode
 from tensorlib.engine.kernels import register_all as _register_engine_kernels
+from tensorlib.engine.kernels.threads import get_num_threads, set_num_threads
 from tensorlib.engine.ops.function import Function, custom_gradient
 from tensorlib.engine.random import (
     multinomial,
@@ -238,14 +239,16 @@ __all__ = [
     "backends", "bfloat16", "bool_", "cat", "clone", "concat", "cuda", "custom_gradient",
     "default_rng", "device", "double", "empty", "empty_like", "enable_grad", "equal", "exp",
     "finfo", "flatten", "float16", "float32", "float64", "from_numpy", "full", "full_like",
-    "gather", "get_autocast_dtype", "get_float32_matmul_precision", "gradcheck",
+    "gather", "get_autocast_dtype", "get_float32_matmul_precision", "get_num_threads",
+    "gradcheck",
     "gradcheck_module", "half", "histogram", "int16", "int32", "int64", "int8",
     "is_autocast_enabled", "is_grad_enabled", "is_reference_mode", "isclose", "linspace",
     "load", "log", "log10", "log_softmax", "logsumexp", "long", "manual_seed", "matmul", "max",
     "maximum", "mean", "min", "minimum", "multinomial", "nn", "no_grad", "normal", "numel",
     "ones", "ones_like", "optim", "permute", "pow", "promote_types", "rand", "rand_like",
     "randint", "randn", "randn_like", "randperm", "reference_mode", "relu", "reshape", "save",
-    "set_float32_matmul_precision", "set_reference_mode", "short", "sigmoid", "sign",
+    "set_float32_matmul_precision", "set_num_threads", "set_reference_mode", "short",
+    "sigmoid", "sign",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sum", "t", "tanh", "tensor",
     "topk", "transpose", "tril", "triu", "uint8", "unbind", "unbroadcast", "unsqueeze", "var",
     "where", "zeros", "zeros_like"

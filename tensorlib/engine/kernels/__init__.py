@@ -30,9 +30,10 @@ an op's step (``fast_ops``) or called where ``enabled()`` says they may run:
 The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, embedding's
 backward, and AdamW's update above) can split a large array's rows into contiguous blocks run
 at once on one small thread pool (``threads``), with the same results, bit for bit, for any
-number of threads. They run on the calling thread alone unless a program asks for more
-(``set_num_threads(n)``, or ``TENSORLIB_NUM_THREADS``): on the machine where it was
-measured, more threads made a training step slower.
+number of threads. ``threads`` owns the count, ``tensorlib.set_num_threads(n)`` (PyTorch's,
+defaulting to the cores available), which sets BLAS's threads too; the pool splits only
+arrays of ``threads.MIN_PARALLEL_ELEMENTS`` elements or more, the size from which it measured
+to pay.
 
 The kernels import the backend, ``validation`` and the kernel table; ``fast_ops`` imports
 the ops it subclasses, ``register_kernel`` and ``tensorlib.engine.autograd`` (``Context``,

@@ -1,11 +1,19 @@
-"""One small thread pool for the elementwise kernels: an array's rows in contiguous blocks.
+"""The one owner of tensorlib's threads: how many there are, BLAS's share, and a small pool
+that splits the elementwise kernels' rows into contiguous blocks.
 
-numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, and only
-its BLAS calls use the other cores. numpy releases the GIL inside its loops, though, so two
-Python threads that each run the same passes over half of the rows can share them out
-between two cores.
-``for_row_blocks`` does that: it cuts ``range(rows)`` into contiguous blocks (two per
-thread), which the calling thread and the pool's workers take in turn until none is left.
+``tensorlib.set_num_threads(n)`` and ``tensorlib.get_num_threads()`` are PyTorch's: ``n``
+threads from then on, for the matrix products (numpy's BLAS, set through threadpoolctl)
+and for the kernels' pool. The count starts at ``TENSORLIB_NUM_THREADS``, else
+``OMP_NUM_THREADS`` (the variable PyTorch reads), else the cores this process may run on,
+as PyTorch's does. tensorlib changes BLAS's threads only when ``set_num_threads`` is
+called: a program that set them itself (an environment variable, threadpoolctl) keeps its
+setting until then.
+
+numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, but
+releases the GIL inside its loops, so two Python threads that each run the same passes
+over half of the rows can share them out between two cores. ``for_row_blocks`` does that:
+it cuts ``range(rows)`` into contiguous blocks (two per thread), which the calling thread
+and the pool's workers take in turn until none is left.
 
 The rules that keep the results the same whatever the number of threads
 (tests/engine/test_threads.py checks them bit for bit at 1, 2 and 3 threads):
@@ -17,15 +25,9 @@ The rules that keep the results the same whatever the number of threads
 - whatever combines rows (a loss's sum, a bias gradient, a finiteness check) is computed by
   the caller on the whole array after the blocks are done, on the calling thread.
 
-How many threads: one (the calling thread alone, no pool) unless a program asks for more,
-with ``set_num_threads(n)`` or the environment variable ``TENSORLIB_NUM_THREADS``. More is
-not the default because it did not pay where it was measured: on a 2-core machine whose
-numpy BLAS ran two threads, a Decoder training step took longer with two kernel threads
-than with one (docs/performance.md, "Two threads for the elementwise kernels").
-OpenBLAS's idle worker keeps its core busy waiting for the next product, and two Python
-threads share one GIL between numpy's passes. The pool starts at the first call that needs
-it, never in ``reference_mode()``, and never for arrays below ``MIN_PARALLEL_ELEMENTS``
-elements, which run on the calling thread with no pool work at all.
+Arrays below ``MIN_PARALLEL_ELEMENTS`` elements run on the calling thread with no pool work
+at all; so does everything in ``reference_mode()``. The pool starts at the first call that
+needs it.
 """
 
 from __future__ import annotations
@@ -44,18 +46,20 @@ from tensorlib.engine import validation
 from tensorlib.engine.kernel_table import enabled
 from tensorlib.engine.typing import Array
 
-__all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "cpu_elements",
+__all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "available_cores",
+           "cpu_elements",
            "for_cache_blocks", "for_row_blocks", "get_num_threads", "pool_size", "row_blocks",
            "set_num_threads", "shutdown", "threads_from_environment"]
 
 THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
 
 # Arrays with fewer elements than this stay on the calling thread, with no pool work at all.
-# A round trip through the pool costs about as much as one float32 pass over 64K elements,
-# and a kernel makes 5 to 25 passes: below 64K elements even a perfect split would save
-# little more than it costs. The threshold rests on that arithmetic, not on a measured
-# crossover (docs/performance.md, "Two threads for the elementwise kernels").
-MIN_PARALLEL_ELEMENTS = 1 << 16
+# Measured on a 2-core machine with BLAS on both cores (docs/performance.md, "Two threads
+# for the elementwise kernels"): splitting batch 12's arrays (at most 808K elements) made a
+# decoder step 7-16% slower, splitting batch 64's (GELU over 2M) 1-3% faster. After each
+# product OpenBLAS's idle thread keeps spinning on the second core, and a split pays only
+# where a pass is long enough to outlast that.
+MIN_PARALLEL_ELEMENTS = 1 << 20
 # Blocks per thread: with two, a thread that starts late (its core busy with another process)
 # leaves its second block to the others; each block costs a few µs of Python per pass.
 BLOCKS_PER_THREAD = 2
@@ -69,16 +73,26 @@ _worker = threading.local()  # .active is True on the pool's own threads
 
 
 def threads_from_environment(environ: Mapping[str, str] | None = None) -> int:
-    """The thread count the environment asks for: ``TENSORLIB_NUM_THREADS`` when it holds a
-    positive integer, else 1."""
+    """The thread count the environment asks for: ``TENSORLIB_NUM_THREADS``, else
+    ``OMP_NUM_THREADS``, when it holds a positive integer; else the cores available."""
     environ = os.environ if environ is None else environ
-    value = environ.get(THREAD_VARIABLE, "").strip()
-    return int(value) if value.isdigit() and int(value) >= 1 else 1
+    for variable in (THREAD_VARIABLE, "OMP_NUM_THREADS"):
+        value = environ.get(variable, "").strip()
+        if value.isdigit() and int(value) >= 1:
+            return int(value)
+    return available_cores()
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
 
 
 def get_num_threads() -> int:
-    """How many threads the kernels split large arrays over (``set_num_threads``'s value,
-    else the environment's, read once)."""
+    """The number of threads tensorlib computes with (``set_num_threads``'s value, else the
+    environment's, read once)."""
     global _from_environment
     if _override is not None:
         return _override
@@ -87,14 +101,15 @@ def get_num_threads() -> int:
     return _from_environment
 
 
-def set_num_threads(count: int) -> int:
-    """Split the kernels' large arrays over ``count`` threads from now on (1: all on the
-    calling thread); returns the count in force before. BLAS keeps its own threads."""
+def set_num_threads(count: int) -> None:
+    """Compute with ``count`` threads from now on: numpy's BLAS is set to ``count`` threads
+    (through threadpoolctl) and the kernels' pool splits large arrays over as many.
+    ValueError or TypeError, changing nothing, unless ``count`` is a positive integer."""
     global _override
     count = validation.positive_integer(count, "number of threads")
-    previous = get_num_threads()
+    from threadpoolctl import threadpool_limits  # scans the loaded libraries: only here
+    threadpool_limits(limits=count, user_api="blas")
     _override = count
-    return previous
 
 
 def pool_size() -> int:

@@ -2,12 +2,12 @@
 that splits the elementwise kernels' rows into contiguous blocks.
 
 ``tensorlib.set_num_threads(n)`` and ``tensorlib.get_num_threads()`` are PyTorch's: ``n``
-threads from then on, for the matrix products (numpy's BLAS, set through threadpoolctl)
-and for the kernels' pool. The count starts at ``TENSORLIB_NUM_THREADS``, else
-``OMP_NUM_THREADS`` (the variable PyTorch reads), else the cores this process may run on,
-as PyTorch's does. tensorlib changes BLAS's threads only when ``set_num_threads`` is
-called: a program that set them itself (an environment variable, threadpoolctl) keeps its
-setting until then.
+threads from then on, for the matrix products (numpy's BLAS, set through threadpoolctl) and
+for the kernels' pool. The count starts at ``TENSORLIB_NUM_THREADS``, else the variables
+numpy's OpenBLAS reads (``OPENBLAS_NUM_THREADS``, then ``OMP_NUM_THREADS``, the one PyTorch
+reads), else the cores this process may run on, as PyTorch's does. tensorlib changes BLAS's
+threads only when ``set_num_threads`` is called: a program that set them itself (an
+environment variable, threadpoolctl) keeps its setting until then.
 
 numpy runs each elementwise pass (an add, an exp, a row sum) on the calling thread, but
 releases the GIL inside its loops, so two Python threads that each run the same passes
@@ -47,11 +47,13 @@ from tensorlib.engine.kernel_table import enabled
 from tensorlib.engine.typing import Array
 
 __all__ = ["BLOCKS_PER_THREAD", "MIN_PARALLEL_ELEMENTS", "THREAD_VARIABLE", "available_cores",
-           "cpu_elements",
-           "for_cache_blocks", "for_row_blocks", "get_num_threads", "pool_size", "row_blocks",
-           "set_num_threads", "shutdown", "threads_from_environment"]
+           "cpu_elements", "for_cache_blocks", "for_row_blocks", "get_num_threads",
+           "pool_size", "row_blocks", "set_num_threads", "shutdown", "threads_from_environment"]
 
 THREAD_VARIABLE = "TENSORLIB_NUM_THREADS"
+# Where the count comes from, in order: tensorlib's own variable, then the ones numpy's
+# OpenBLAS reads, in its order (so that the pool agrees with BLAS), PyTorch's among them.
+COUNT_VARIABLES = (THREAD_VARIABLE, "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 # Arrays with fewer elements than this stay on the calling thread, with no pool work at all.
 # Measured on a 2-core machine with BLAS on both cores (docs/performance.md, "Two threads
@@ -73,10 +75,11 @@ _worker = threading.local()  # .active is True on the pool's own threads
 
 
 def threads_from_environment(environ: Mapping[str, str] | None = None) -> int:
-    """The thread count the environment asks for: ``TENSORLIB_NUM_THREADS``, else
-    ``OMP_NUM_THREADS``, when it holds a positive integer; else the cores available."""
+    """The thread count the environment asks for: the first of ``COUNT_VARIABLES``
+    (``TENSORLIB_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``) that holds a
+    positive integer; else the cores available."""
     environ = os.environ if environ is None else environ
-    for variable in (THREAD_VARIABLE, "OMP_NUM_THREADS"):
+    for variable in COUNT_VARIABLES:
         value = environ.get(variable, "").strip()
         if value.isdigit() and int(value) >= 1:
             return int(value)

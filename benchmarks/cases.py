@@ -294,7 +294,6 @@ def describe_machine(threads: int) -> list[str]:
         torch.set_num_threads(threads)
         lines.append(f"PyTorch {torch.__version__}: {torch.get_num_threads()} thread(s), "
                      f"BLAS {_torch_blas()}")
-    tl.set_num_threads(threads)
     lines.append(f"tensorlib: {tl.get_num_threads()} thread(s) (tensorlib.set_num_threads: "
                  f"BLAS, and the kernels' pool for arrays of "
                  f"{tl.engine.kernels.threads.MIN_PARALLEL_ELEMENTS:,} elements or more)")
@@ -321,8 +320,8 @@ def run_child(args: argparse.Namespace, threads: int) -> int:
             import torch
         except ImportError:  # PyTorch is optional
             torch = None
+    tl.set_num_threads(threads)  # numpy's BLAS and tensorlib's pool, as torch's below
     if args.library == "tensorlib":  # PyTorch is not imported here at all
-        tl.set_num_threads(threads)  # as torch.set_num_threads below
         result: dict[str, Any] = {"timings": time_library("tensorlib", args)}
     elif args.library == "torch":
         if torch is None:

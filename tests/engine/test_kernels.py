@@ -178,7 +178,7 @@ def _layer_norm_both_modes(x, weight, bias, grad):
 
 @pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
-@pytest.mark.parametrize("batch", [3, 8])  # below and above threads.MIN_PARALLEL_ELEMENTS
+@pytest.mark.parametrize("batch", [3, 8])  # below and above 64K elements (test_threads' split)
 def test_layer_norm_kernels_equal_the_plain_formula(affine, dtype, rtol, batch):
     x = normal(batch, 100, 96, seed=1, dtype=dtype, scale=3.0) + dtype(1e3)  # far from 0
     x[0, 0] = 7.0  # a constant row: exactly the bias
@@ -211,7 +211,7 @@ def test_layer_norm_kernel_returns_only_the_wanted_gradients():
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-13)])
-@pytest.mark.parametrize("batch", [6, 300])  # below and above threads.MIN_PARALLEL_ELEMENTS
+@pytest.mark.parametrize("batch", [6, 300])  # below and above 64K elements (test_threads' split)
 def test_cross_entropy_kernels_equal_the_plain_formula(label_smoothing, reduction, dtype, rtol,
                                                        batch):
     logits = normal(batch, 20, 13, seed=8, dtype=dtype, scale=4.0)

@@ -72,8 +72,9 @@ test: setup
 # run (Sandybridge, Haswell where the CPU has AVX2, Prescott, and the one OpenBLAS detects), at 1
 # and 2 BLAS threads, each run saying which kernel it used (scripts/test_portable.py). It sets
 # OPENBLAS_CORETYPE per run on purpose; `make test` leaves the machine's setting alone. CI runs
-# it right after make test, with PORTABLE=--after-make-test: the learner's copies on this
-# environment's own kernel at one thread, which make test has just run, are not run again.
+# it right after make test, with PORTABLE="--after-make-test --both-copies-at 1": the learner's
+# copies on this environment's own kernel at one thread, which make test has just run, are not
+# run again, and at two threads only the learner's copies run.
 test-portable: setup
 	$(BIN)/python scripts/test_portable.py $(PORTABLE)
 

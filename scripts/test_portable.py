@@ -23,6 +23,13 @@ sets the kernel: it tests the machine's own setting.
 ``--after-make-test`` (CI, whose first stage is ``make test``) leaves out the one run that
 stage made already: the learner's copies on the kernel this environment picks, at one thread.
 
+``--both-copies-at 1`` (CI) runs the teacher's copies at one thread only: at the other thread
+counts each kernel runs the learner's copies, the workbook a learner runs. The teacher's
+lesson cells store the learner's outputs (tests/course/test_exercises.py proves it), so they
+compute what the learner's copies compute; the answers' own cells run on every kernel at one
+thread. At two threads a run has one pytest worker per two cores, so this halves the
+longest runs (about 22 minutes of CI's 48 on a 2-core machine).
+
 A run in which a Jupyter kernel died before it started (jupyter_client's "Kernel died before
 replying to kernel_info": no cell had run) is run once more, and says so; a notebook that
 fails fails both times.
@@ -111,11 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after-make-test", action="store_true",
                         help="make test has just run the learner's copies in this environment "
                         "at 1 thread: on that kernel at 1 thread, run the teacher's copies only")
+    parser.add_argument("--both-copies-at", metavar="THREADS",
+                        help="comma-separated thread counts at which the teacher's copies run "
+                        "too (default: every count); at the others, the learner's copies only")
     parser.add_argument("paths", nargs="*", default=["notebooks"],
                         help="notebooks or folders (default: the whole workbook, both copies)")
     arguments = parser.parse_args(argv)
     kernels = arguments.kernels.split(",") if arguments.kernels else candidate_kernels()
     thread_counts = [int(count) for count in arguments.threads.split(",")]
+    both_copies_at = thread_counts if arguments.both_copies_at is None else \
+        [int(count) for count in arguments.both_copies_at.split(",")]
     cores = os.cpu_count() or 1
 
     # make test's run: this environment as it is, at one thread (the Makefile's TEST_THREADS)
@@ -141,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== the learner's copies on {architecture} at 1 thread: run by make test; "
                       "the teacher's copies now", flush=True)
                 paths = ["notebooks/solutions"]
+            elif arguments.paths == ["notebooks"] and threads not in both_copies_at:
+                print(f"== the learner's copies only at {threads} thread(s) (--both-copies-at "
+                      f"{arguments.both_copies_at})", flush=True)
+                paths = sorted(str(path.relative_to(ROOT))
+                               for path in (ROOT / "notebooks").glob("*.ipynb"))
             command = [sys.executable, "-m", "pytest", "-n", str(workers), "--dist", "loadfile",
                        "--no-loadscope-reorder", "--nbval", "--nbval-current-env", "-q", *paths]
             start = time.perf_counter()

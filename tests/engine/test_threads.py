@@ -21,6 +21,7 @@ from tensorlib import Rng
 from tensorlib.engine import kernels
 from tensorlib.engine.kernels import threads
 from tensorlib.nn import Decoder, DecoderConfig, Parameter
+from tensorlib.nn.utils.clip_grad import gradient_norm_of_arrays
 from tensorlib.optim import AdamW
 
 from helpers import train_recording
@@ -262,6 +263,15 @@ def test_causal_softmax_kernel_is_the_same_at_any_thread_count(offset, queries):
     assert sizes[1:] == [1, 2]
 
 
+def test_softmax_backward_kernel_is_the_same_at_any_thread_count():
+    probabilities = kernels.causal_softmax_(normal(8, 4, 48, 48, seed=5, scale=3.0))
+    grad = normal(8, 4, 48, 48, seed=6)  # 72K elements
+    results, sizes = at_each_thread_count(
+        lambda: kernels.softmax_backward_(grad.copy(), probabilities, 0.125))
+    assert_bit_identical(results)
+    assert sizes == [0, 1, 2]
+
+
 def test_causal_softmax_kernel_on_a_strided_array_writes_its_input():
     scores = normal(8, 4, 48, 96, seed=6)[..., ::2]  # (8, 4, 48, 48), strided
 
@@ -332,6 +342,16 @@ def test_adamw_kernel_is_the_same_at_any_thread_count():
     results, sizes = at_each_thread_count(compute)
     assert_bit_identical(results)
     assert sizes == [0, 1, 2]
+
+
+def test_the_gradient_norm_is_the_same_at_any_thread_count():
+    """clip_grad_norm_ and AdamW's max_grad_norm add the squares with einsum: BLAS's dot
+    splits a long vector between its threads and rounds differently at each count."""
+    grads = [normal(300_000, seed=11, dtype=np.float64), normal(7, 9, seed=12)]
+    results, _ = at_each_thread_count(lambda: gradient_norm_of_arrays(grads))
+    assert results[0] == results[1] == results[2]
+    np.testing.assert_allclose(results[0], np.sqrt(sum((g.astype(np.float64) ** 2).sum()
+                                                       for g in grads)), rtol=1e-13)
 
 
 # --------------------------------------------------------------------------------- a training run

@@ -34,14 +34,16 @@ def gradient_norm_of_arrays(grads: Sequence[Any], norm_type: float = 2.0) -> flo
     """The ``norm_type``-norm of all of ``grads`` taken together as one vector, in float64:
     ``sqrt(sum of every element squared)`` for 2 (the default), the largest ``|g|`` for
     ``inf``, ``(sum |g|^p)^(1/p)`` for another ``p > 0``. 0.0 when there is no element; inf
-    or nan when a gradient is not finite."""
+    or nan when a gradient is not finite. The sums of squares are einsum's, not BLAS's
+    ``dot``: OpenBLAS splits a long dot product between its threads, and its rounding
+    would then depend on the thread count."""
     with np.errstate(over="ignore", invalid="ignore"):
         if norm_type == 2.0:
             total = 0.0
             for grad in grads:
                 xp = array_module(grad)
                 flat = grad.reshape(-1).astype(xp.float64)
-                total += float(xp.dot(flat, flat))
+                total += float(xp.einsum("i,i->", flat, flat))
             return math.sqrt(total)
         largest = max((float(array_module(grad).abs(grad).max()) for grad in grads
                        if grad.size), default=0.0)

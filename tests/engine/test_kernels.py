@@ -162,6 +162,28 @@ def test_causal_softmax_kernel_shifts_only_the_rows_that_need_it():
     np.testing.assert_array_equal(out[0, 0, :3], clean[0, 0, :3])  # other rows: same bits
 
 
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+def test_softmax_backward_kernel_equals_the_formula(dtype, rtol):
+    probabilities = kernels.causal_softmax_(normal(2, 3, 5, 5, seed=6, dtype=dtype, scale=2.0))
+    grad = normal(2, 3, 5, 5, seed=7, dtype=dtype)
+    expected = 0.3 * probabilities * (grad - (grad * probabilities).sum(-1, keepdims=True))
+    fast = grad.copy()
+    assert kernels.softmax_backward_(fast, probabilities, 0.3) is fast
+    np.testing.assert_allclose(fast, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+    assert (fast[np.triu(np.ones((5, 5), bool), k=1)[None, None].repeat(2, 0).repeat(3, 1)]
+            == 0).all()  # masked positions (P = 0) get a gradient of exactly 0
+
+
+def test_softmax_backward_kernel_on_a_strided_gradient_writes_it():
+    probabilities = kernels.causal_softmax_(normal(1, 2, 4, 4, seed=8, dtype=np.float64))
+    grad = np.repeat(normal(1, 2, 4, 4, seed=9, dtype=np.float64), 2, axis=-1)[..., ::2]
+    expected = kernels.softmax_backward_(grad.copy(), probabilities, 1.0)
+    out = kernels.softmax_backward_(grad, probabilities, 1.0)
+    assert out is grad and not grad.flags.c_contiguous
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-15)  # einsum's order
+    # depends on the layout
+
+
 # --------------------------------------------------------------------------------- layer norm
 def _layer_norm_both_modes(x, weight, bias, grad):
     """F.layer_norm's output and gradients (x, weight, bias), with the kernels and without."""

@@ -22,18 +22,18 @@ the two modes in agreement, and tests/engine/test_kernels.py each kernel to its 
 The kernels: sums along rows and columns (``row_sums``, ``blas_row_sum``,
 ``blas_column_sum``, in ``reductions``), and fast paths for a whole formula, standing in for
 an op's step (``fast_ops``) or called where ``enabled()`` says they may run:
-``gelu_float32``, ``causal_softmax_``, ``layer_norm`` and ``layer_norm_backward``,
-``cross_entropy_rows`` and ``cross_entropy_backward``, ``shared_matmul`` and
-``shared_matmul_backward``, ``rows_summed_by_id``, ``max_pool_2x2`` and
-``max_pool_2x2_backward``, ``sole_owner``.
+``gelu_float32``, ``causal_softmax_`` and ``softmax_backward_``, ``layer_norm`` and
+``layer_norm_backward``, ``cross_entropy_rows`` and ``cross_entropy_backward``,
+``shared_matmul`` and ``shared_matmul_backward``, ``rows_summed_by_id``, ``max_pool_2x2``
+and ``max_pool_2x2_backward``, ``sole_owner``.
 
-The heavy elementwise ones (GELU, layer norm, the causal softmax, cross-entropy, embedding's
-backward, and AdamW's update above) can split a large array's rows into contiguous blocks run
-at once on one small thread pool (``threads``), with the same results, bit for bit, for any
-number of threads. ``threads`` owns the count, ``tensorlib.set_num_threads(n)`` (PyTorch's,
-defaulting to the cores available), which sets BLAS's threads too; the pool splits only
-arrays of ``threads.MIN_PARALLEL_ELEMENTS`` elements or more, the size from which it measured
-to pay.
+The heavy elementwise ones (GELU, layer norm, the causal softmax and its backward,
+cross-entropy, embedding's backward, and AdamW's update above) can split a large array's rows into
+contiguous blocks run at once on one small thread pool (``threads``), with the same results,
+bit for bit, for any number of threads. ``threads`` owns the count,
+``tensorlib.set_num_threads(n)`` (PyTorch's, defaulting to the cores available), which sets
+BLAS's threads too; the pool splits only arrays of ``threads.MIN_PARALLEL_ELEMENTS``
+elements or more, the size from which it measured to pay.
 
 The kernels import the backend, ``validation`` and the kernel table; ``fast_ops`` imports
 the ops it subclasses, ``register_kernel`` and ``tensorlib.engine.autograd`` (``Context``,
@@ -66,7 +66,7 @@ from tensorlib.engine.kernels.reductions import (
     row_sums,
 )
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
-from tensorlib.engine.kernels.softmax import causal_softmax_
+from tensorlib.engine.kernels.softmax import causal_softmax_, softmax_backward_
 from tensorlib.engine.kernels.sole_owner import sole_owner
 from tensorlib.engine.kernels.threads import get_num_threads, set_num_threads
 
@@ -77,6 +77,7 @@ __all__ = [
     "layer_norm_backward", "max_pool_2x2", "max_pool_2x2_backward", "reference_mode",
     "register_all", "row_sums", "rows_summed_by_id",
     "set_num_threads", "set_reference_mode", "shared_matmul", "shared_matmul_backward",
+    "softmax_backward_",
     "sole_owner", "threads",
 ]
 

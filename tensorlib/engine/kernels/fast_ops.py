@@ -22,7 +22,7 @@ from tensorlib.engine.kernels.pooling import max_pool_2x2, max_pool_2x2_backward
 from tensorlib.engine.kernels.recurrent import sigmoid_into
 from tensorlib.engine.kernels.reductions import blas_column_sum, blas_row_sum
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
-from tensorlib.engine.kernels.softmax import causal_softmax_
+from tensorlib.engine.kernels.softmax import causal_softmax_, softmax_backward_
 from tensorlib.engine.kernels.sole_owner import sole_owner
 from tensorlib.engine.ops.function import register_kernel
 from tensorlib.engine.typing import Array
@@ -84,10 +84,8 @@ class CausalAttentionKernel(ops.CausalAttention):
         grad_query, grad_key, grad_value = (grad_qkv[:, :, i].transpose(0, 2, 1, 3)
                                             for i in range(3))
         xp.matmul(probabilities.transpose(0, 1, 3, 2), grad_out, out=grad_value)  # dv
-        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T)
-        grad_scores -= blas_row_sum(grad_scores * probabilities)
-        grad_scores *= probabilities
-        grad_scores *= grad_scores.dtype.type(ctx.scale)  # dS
+        grad_scores = grad_out @ value.transpose(0, 1, 3, 2)  # dP (B, H, T, T), fresh
+        softmax_backward_(grad_scores, probabilities, ctx.scale)  # dS
         xp.matmul(grad_scores, key, out=grad_query)  # dq
         xp.matmul(grad_scores.transpose(0, 1, 3, 2), query, out=grad_key)  # dk
         return grad_qkv.reshape(batch, length, triple)

@@ -25,7 +25,8 @@ an op's step (``fast_ops``) or called where ``enabled()`` says they may run:
 ``gelu_float32``, ``causal_softmax_`` and ``softmax_backward_``, ``layer_norm`` and
 ``layer_norm_backward``, ``cross_entropy_rows`` and ``cross_entropy_backward``,
 ``shared_matmul`` and ``shared_matmul_backward``, ``rows_summed_by_id``, ``max_pool_2x2``
-and ``max_pool_2x2_backward``, ``sole_owner``.
+and ``max_pool_2x2_backward``, ``image_gradient_batch_last`` (a convolution's input
+gradient), ``sole_owner``.
 
 The heavy elementwise ones (GELU, layer norm, the causal softmax and its backward,
 cross-entropy, embedding's backward, and AdamW's update above) can split a large array's rows into
@@ -54,6 +55,7 @@ from tensorlib.engine.kernels import (  # noqa: F401
     softmax,
     threads,
 )
+from tensorlib.engine.kernels.convolution import image_gradient_batch_last
 from tensorlib.engine.kernels.gelu import erf_float32, gelu_float32
 from tensorlib.engine.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backward
@@ -73,7 +75,8 @@ from tensorlib.engine.kernels.threads import get_num_threads, set_num_threads
 __all__ = [
     "blas_column_sum", "blas_row_sum", "cache_entries", "causal_softmax_", "clear_caches",
     "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "enabled",
-    "erf_float32", "gelu_float32", "get_num_threads", "is_reference_mode", "layer_norm",
+    "erf_float32", "gelu_float32", "get_num_threads", "image_gradient_batch_last",
+    "is_reference_mode", "layer_norm",
     "layer_norm_backward", "max_pool_2x2", "max_pool_2x2_backward", "reference_mode",
     "register_all", "row_sums", "rows_summed_by_id",
     "set_num_threads", "set_reference_mode", "shared_matmul", "shared_matmul_backward",

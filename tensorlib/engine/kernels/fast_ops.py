@@ -14,6 +14,7 @@ import numpy as np
 from tensorlib.engine import autograd, ops
 from tensorlib.engine.autograd import Context
 from tensorlib.engine.backend import array_module
+from tensorlib.engine.kernels.convolution import image_gradient_batch_last
 from tensorlib.engine.kernels.gelu import gelu_float32
 from tensorlib.engine.kernels.loss import cross_entropy_backward, cross_entropy_rows
 from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backward
@@ -145,6 +146,20 @@ class LSTMLayerKernel(ops.LSTMLayer):
     sigmoid = staticmethod(sigmoid_into)
 
 
+class Convolution2dKernel(ops.Convolution):
+    """A 2-D convolution at stride 1: its input gradient summed with the batch as the
+    innermost axis (``image_gradient_batch_last``)."""
+
+    @staticmethod
+    def applies(x: Array, weight: Array, bias: Array | None = None,
+                stride: tuple[int, ...] = (1, 1), padding: tuple[int, ...] = (0, 0),
+                dilation: tuple[int, ...] = (1, 1), groups: int = 1) -> bool:
+        return (isinstance(x, np.ndarray) and x.ndim == 4 and tuple(stride) == (1, 1)
+                and tuple(dilation) == (1, 1))
+
+    image_gradient = staticmethod(image_gradient_batch_last)
+
+
 class MaxPool2x2Kernel(ops.MaxPool):
     """2×2 windows at stride 2, unpadded: the maximum of pairs, then of rows
     (``max_pool_2x2``); a window holding NaN is left to the op's walk."""
@@ -175,7 +190,7 @@ class MaxPool2x2Kernel(ops.MaxPool):
 
 KERNELS = (LayerNormKernel, CrossEntropyKernel, LinearKernel, EmbeddingKernel, SoftmaxKernel,
            CausalAttentionKernel, SharedMatMulKernel, GeluFloat32Kernel, GRULayerKernel,
-           LSTMLayerKernel, MaxPool2x2Kernel)
+           LSTMLayerKernel, Convolution2dKernel, MaxPool2x2Kernel)
 
 
 def register() -> None:

@@ -153,8 +153,7 @@ class Convolution(Function):
     @staticmethod
     def backward(ctx: Context, grad: Array) -> tuple[Array | None, ...]:
         columns, weight = ctx.saved_tensors
-        x_shape, padded_spatial, kernel, positions, stride, padding, dilation, groups = \
-            ctx.geometry
+        kernel, groups = ctx.geometry[2], ctx.geometry[-1]
         wants_x, wants_weight, wants_bias = ctx.needs_input_grad
         batch, out_channels = grad.shape[:2]
         rows = grad.reshape(batch, groups, out_channels // groups, -1)  # (N, G, O/G, P)
@@ -165,14 +164,22 @@ class Convolution(Function):
                     (out_channels, -1) + kernel)
         if wants_x:
             filters = weight.reshape(groups, out_channels // groups, -1)   # (G, O/G, C/G·K)
-            with quiet_products(array_module(grad)):
-                dcolumns = filters.swapaxes(-1, -2) @ rows                 # (N, G, C/G·K, P)
-            dwindows = dcolumns.reshape(x_shape[:2] + kernel + positions)  # (N, C, *K, *P)
-            dx = windows_summed(dwindows, padded_spatial, stride, dilation)[
-                _interior(x_shape[2:], padding)]
+            dx = ctx.function.image_gradient(filters, rows, ctx.geometry)
         if wants_bias:
             dbias = grad.sum(axis=(0, *range(2, grad.ndim)))
         return dx, dweight, dbias
+
+    @staticmethod
+    def image_gradient(filters: Array, rows: Array, geometry: tuple[Any, ...]) -> Array:
+        """dx, ``(N, C, *S)``, from ``filters (G, O/G, C/G·K)`` and dy as ``rows (N, G, O/G,
+        P)``: the columns' gradient Wᵀ · dy, each entry added back onto the place of the
+        (padded) input its column entry was read from (col2im), the padding dropped."""
+        x_shape, padded_spatial, kernel, positions, stride, padding, dilation, _ = geometry
+        with quiet_products(array_module(rows)):
+            dcolumns = filters.swapaxes(-1, -2) @ rows                 # (N, G, C/G·K, P)
+        dwindows = dcolumns.reshape(x_shape[:2] + kernel + positions)  # (N, C, *K, *P)
+        return windows_summed(dwindows, padded_spatial, stride, dilation)[
+            _interior(x_shape[2:], padding)]
 
 
 # ---------------------------------------------------------------------------------- pooling

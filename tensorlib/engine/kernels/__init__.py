@@ -76,12 +76,10 @@ __all__ = [
     "blas_column_sum", "blas_row_sum", "cache_entries", "causal_softmax_", "clear_caches",
     "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "enabled",
     "erf_float32", "gelu_float32", "get_num_threads", "image_gradient_batch_last",
-    "is_reference_mode", "layer_norm",
-    "layer_norm_backward", "max_pool_2x2", "max_pool_2x2_backward", "reference_mode",
-    "register_all", "row_sums", "rows_summed_by_id",
-    "set_num_threads", "set_reference_mode", "shared_matmul", "shared_matmul_backward",
-    "softmax_backward_",
-    "sole_owner", "threads",
+    "is_reference_mode", "layer_norm", "layer_norm_backward", "max_pool_2x2",
+    "max_pool_2x2_backward", "reference_mode", "register_all", "row_sums",
+    "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
+    "shared_matmul_backward", "softmax_backward_", "sole_owner", "threads",
 ]
 
 

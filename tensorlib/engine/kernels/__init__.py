@@ -19,8 +19,8 @@ step (:mod:`tensorlib.models.decoder_step`).
 paths, with no kernel and no kernel cache (test_reference_mode.py, in tests/contracts, holds
 the two modes in agreement, and tests/engine/test_kernels.py each kernel to its formula).
 
-The kernels: sums along rows and columns (``row_sums``, ``blas_row_sum``,
-``blas_column_sum``, in ``reductions``), and fast paths for a whole formula, standing in for
+The kernels: sums along rows and columns (``row_sums``, ``column_sums``, in
+``reductions``), and fast paths for a whole formula, standing in for
 an op's step (``fast_ops``) or called where ``enabled()`` says they may run:
 ``gelu_float32``, ``causal_softmax_`` and ``softmax_backward_``, ``layer_norm`` and
 ``layer_norm_backward``, ``cross_entropy_rows`` and ``cross_entropy_backward``,
@@ -51,7 +51,6 @@ from tensorlib.engine.kernel_table import (
 from tensorlib.engine.kernels import (  # noqa: F401
     fast_ops,
     gelu,
-    reductions,
     softmax,
     threads,
 )
@@ -61,25 +60,20 @@ from tensorlib.engine.kernels.loss import cross_entropy_backward, cross_entropy_
 from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backward
 from tensorlib.engine.kernels.normalization import layer_norm, layer_norm_backward
 from tensorlib.engine.kernels.pooling import max_pool_2x2, max_pool_2x2_backward
-from tensorlib.engine.kernels.reductions import (
-    blas_column_sum,
-    blas_row_sum,
-    constant_vector,
-    row_sums,
-)
+from tensorlib.engine.kernels.reductions import column_sums, row_sums
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
 from tensorlib.engine.kernels.softmax import causal_softmax_, softmax_backward_
 from tensorlib.engine.kernels.sole_owner import sole_owner
 from tensorlib.engine.kernels.threads import get_num_threads, set_num_threads
 
 __all__ = [
-    "blas_column_sum", "blas_row_sum", "cache_entries", "causal_softmax_", "clear_caches",
-    "constant_vector", "cross_entropy_backward", "cross_entropy_rows", "enabled",
-    "erf_float32", "gelu_float32", "get_num_threads", "image_gradient_batch_last",
-    "is_reference_mode", "layer_norm", "layer_norm_backward", "max_pool_2x2",
-    "max_pool_2x2_backward", "reference_mode", "register_all", "row_sums",
-    "rows_summed_by_id", "set_num_threads", "set_reference_mode", "shared_matmul",
-    "shared_matmul_backward", "softmax_backward_", "sole_owner", "threads",
+    "cache_entries", "causal_softmax_", "clear_caches", "column_sums",
+    "cross_entropy_backward", "cross_entropy_rows", "enabled", "erf_float32",
+    "gelu_float32", "get_num_threads", "image_gradient_batch_last", "is_reference_mode",
+    "layer_norm", "layer_norm_backward", "max_pool_2x2", "max_pool_2x2_backward",
+    "reference_mode", "register_all", "row_sums", "rows_summed_by_id", "set_num_threads",
+    "set_reference_mode", "shared_matmul", "shared_matmul_backward", "softmax_backward_",
+    "sole_owner", "threads",
 ]
 
 
@@ -90,9 +84,8 @@ def register_all() -> None:
 
 
 def clear_caches() -> None:
-    """Empty every engine kernel cache (constant vectors, causal masks, GELU's folded
+    """Empty every engine kernel cache (causal masks, the no-shift ranges, GELU's folded
     coefficients)."""
-    reductions._CONSTANT_VECTORS.clear()
     softmax._additive_causal_mask.cache_clear()
     softmax._unshifted_range.cache_clear()
     gelu._gelu32_coefficients.cache_clear()
@@ -102,7 +95,6 @@ def cache_entries() -> dict[str, int]:
     """How many entries each engine kernel cache holds (all 0 after ``clear_caches()`` and
     any work done in reference mode)."""
     return {
-        "constant_vectors": len(reductions._CONSTANT_VECTORS),
         "causal_masks": softmax._additive_causal_mask.cache_info().currsize,
         "unshifted_ranges": softmax._unshifted_range.cache_info().currsize,
         "gelu_coefficients": gelu._gelu32_coefficients.cache_info().currsize,

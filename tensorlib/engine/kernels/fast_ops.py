@@ -21,7 +21,7 @@ from tensorlib.engine.kernels.matmul import shared_matmul, shared_matmul_backwar
 from tensorlib.engine.kernels.normalization import layer_norm, layer_norm_backward
 from tensorlib.engine.kernels.pooling import max_pool_2x2, max_pool_2x2_backward
 from tensorlib.engine.kernels.recurrent import sigmoid_into
-from tensorlib.engine.kernels.reductions import blas_column_sum, blas_row_sum
+from tensorlib.engine.kernels.reductions import column_sums
 from tensorlib.engine.kernels.scatter import rows_summed_by_id
 from tensorlib.engine.kernels.softmax import causal_softmax_, softmax_backward_
 from tensorlib.engine.kernels.sole_owner import sole_owner
@@ -42,7 +42,7 @@ class CrossEntropyKernel(ops.CrossEntropy):
 
 
 class LinearKernel(ops.Linear):
-    column_sum = staticmethod(blas_column_sum)
+    column_sum = staticmethod(column_sums)
 
     @staticmethod
     def add_bias(out: Array, bias: Array) -> Array:
@@ -65,7 +65,6 @@ class CausalAttentionKernel(ops.CausalAttention):
     so that the gradient of ``qkv`` needs no stacking copy."""
 
     causal_softmax = staticmethod(causal_softmax_)
-    row_sum = staticmethod(blas_row_sum)
 
     @staticmethod
     def scaled_scores(query: Array, key: Array, scale: float) -> Array:

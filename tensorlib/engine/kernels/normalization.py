@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tensorlib.engine.backend import array_module
-from tensorlib.engine.kernels.reductions import blas_column_sum, row_sums
+from tensorlib.engine.kernels.reductions import column_sums, row_sums
 from tensorlib.engine.kernels.threads import cpu_elements, for_row_blocks
 from tensorlib.engine.typing import Array
 
@@ -73,7 +73,7 @@ def layer_norm_backward(grad: Array, normalized: Array, inverse_std: Array, weig
     How: dy ⊙ x̂ and dx over blocks of rows on the kernels' threads, the two row means per
     row as einsum dot products with the weight (no g formed for them); the two sums over
     rows (dweight, dbias) afterwards on the calling thread, over the whole array
-    (``tensorlib.engine.kernels.reductions.blas_column_sum``), so they add in the same order
+    (``tensorlib.engine.kernels.reductions.column_sums``), so they add in the same order
     whatever the thread count.
     Accuracy: a few ulps from the plain form (other orders of addition;
     tests/engine/test_kernels.py).
@@ -115,6 +115,6 @@ def layer_norm_backward(grad: Array, normalized: Array, inverse_std: Array, weig
 
     if projected is not None:
         for_row_blocks(block, rows.shape[0], cpu_elements(rows))
-    grad_weight = blas_column_sum(projected) if want_weight and projected is not None else None
-    grad_bias = blas_column_sum(rows) if want_bias else None
+    grad_weight = column_sums(projected) if want_weight and projected is not None else None
+    grad_bias = column_sums(rows) if want_bias else None
     return (None if dx is None else dx.reshape(grad.shape)), grad_weight, grad_bias

@@ -1,12 +1,11 @@
-"""The kernels' sums along rows and columns, in the two ways they add.
+"""The kernels' sums along rows and columns, and their BLAS products.
 
-- ``row_sums`` (einsum) adds each row by itself, in an order that does not depend on the
-  rows around it: what the kernels that share rows out between threads use, so that a
-  row's sum is the same in any block (``tensorlib.engine.kernels.threads``).
-- ``blas_row_sum`` and ``blas_column_sum`` are matrix-vector products against a vector of
-  ones: one BLAS call where numpy would reduce many short rows one at a time. BLAS rounds a
-  row differently depending on how many rows it is given and how it splits them, so these
-  are for the kernels that run on one thread.
+``row_sums`` and ``column_sums`` (einsum) add each row, or each column, in an order that
+depends neither on the rows around it nor on any thread count: einsum runs on the calling
+thread. OpenBLAS's matrix-vector product against a vector of ones, which these kernels used
+before, is as fast, but rounds a sum differently depending on how many rows it is given and
+on how many threads it splits the work between (float32 (4096, 128) at 3 threads against 1,
+for one: docs/performance.md, "Two threads: what the GIL leaves").
 
 Each computes what the numpy expression in its docstring computes, up to the order of the
 additions: within a few ulps of the exact sum for the row lengths of these kernels.
@@ -16,31 +15,12 @@ the elementwise kernels".
 
 from __future__ import annotations
 
-import math
-from types import ModuleType
-
 import numpy as np
 
 from tensorlib.engine.backend import array_module
 from tensorlib.engine.typing import Array
 
-__all__ = ["blas_column_sum", "blas_product", "blas_row_sum", "constant_vector", "row_sums"]
-
-_CONSTANT_VECTORS: dict[tuple[ModuleType, float, np.dtype], Array] = {}
-
-
-def constant_vector(xp: ModuleType, size: int, value: float, dtype: np.dtype) -> Array:
-    """A read-only vector of ``size`` copies of ``value`` in array module ``xp``: a view of
-    one cached array per (module, value, dtype), made longer when a longer one is asked
-    for. The constant operand of the BLAS sums below."""
-    key = (xp, float(value), np.dtype(dtype))
-    full = _CONSTANT_VECTORS.get(key)
-    if full is None or full.shape[0] < size:
-        full = xp.full(size, value, dtype=dtype)
-        if xp is np:
-            full.flags.writeable = False
-        _CONSTANT_VECTORS[key] = full
-    return full[:size]
+__all__ = ["blas_product", "column_sums", "row_sums"]
 
 
 def blas_product(a: Array, b: Array) -> Array:
@@ -50,12 +30,6 @@ def blas_product(a: Array, b: Array) -> Array:
     really in ``a`` or ``b`` still reaches the result, so only the false alarm is lost."""
     with np.errstate(invalid="ignore"):
         return a @ b
-
-
-def _row_dot(a: Array, vector: Array) -> Array:
-    """Each row of ``a`` (its last axis) dotted with ``vector``, kept as an axis of size 1."""
-    products = blas_product(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), vector)  # (N,)
-    return products.reshape(*a.shape[:-1], 1)
 
 
 def row_sums(a: Array) -> Array:
@@ -68,17 +42,10 @@ def row_sums(a: Array) -> Array:
     return array_module(a).einsum("ij->i", a)
 
 
-def blas_row_sum(a: Array) -> Array:
-    """The sum over the last axis, kept as an axis of size 1.
+def column_sums(rows: Array) -> Array:
+    """The sum of the rows of a 2-D float array (over its first axis), as a new 1-D array.
 
-    Plain formula: ``a.sum(axis=-1, keepdims=True)``.
+    Plain formula: ``rows.sum(axis=0)``. How: ``einsum("ij->j", rows)``, the rows added
+    one after another into the running sums, on the calling thread.
     """
-    return _row_dot(a, constant_vector(array_module(a), a.shape[-1], 1.0, a.dtype))
-
-
-def blas_column_sum(rows: Array) -> Array:
-    """The sum of the rows of a 2-D array (over its first axis).
-
-    Plain formula: ``rows.sum(axis=0)``.
-    """
-    return blas_product(constant_vector(array_module(rows), rows.shape[0], 1.0, rows.dtype), rows)
+    return array_module(rows).einsum("ij->j", rows)
